@@ -1,0 +1,74 @@
+//! Broker settings, with Kafka's names and defaults (and the switches the design lab needs).
+
+use crate::protocol::ClusterIdx;
+use crate::types::BrokerId;
+
+/// One broker's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerConfig {
+    /// `node.id`.
+    pub broker_id: BrokerId,
+    /// The cluster the broker belongs to.
+    pub cluster: ClusterIdx,
+    /// `replica.lag.time.max.ms`: a follower not caught up for this long leaves the ISR.
+    pub replica_lag_time_max_ms: i64,
+    /// `replica.fetch.wait.max.ms`: follower fetch long-poll.
+    pub replica_fetch_wait_max_ms: i64,
+    /// `replica.fetch.backoff.ms`: delay after a fetch error.
+    pub replica_fetch_backoff_ms: i64,
+    /// `replica.fetch.max.bytes` (also the response bound of follower fetches).
+    pub replica_fetch_max_bytes: usize,
+    /// `request.timeout.ms` for inter-broker and controller requests.
+    pub request_timeout_ms: i64,
+    /// `broker.heartbeat.interval.ms`.
+    pub heartbeat_interval_ms: i64,
+    /// Long-poll wait of metadata fetches.
+    pub metadata_fetch_wait_ms: i64,
+    /// `replica.high.watermark.checkpoint.interval.ms`.
+    pub hw_checkpoint_interval_ms: i64,
+    /// `log.flush.interval.ms`: periodic fsync of logs; `None` = Kafka's default (never;
+    /// durability comes from replication and segment rolls).
+    pub log_flush_interval_ms: Option<i64>,
+    /// `log.segment.bytes`: a segment is flushed when it rolls.
+    pub segment_bytes: usize,
+    /// `log.retention.check.interval.ms`.
+    pub retention_check_interval_ms: i64,
+    /// `producer.id.expiration.ms`.
+    pub producer_id_expiration_ms: i64,
+    /// `producer.id.expiration.check.interval.ms`.
+    pub producer_id_expiration_check_interval_ms: i64,
+    /// Cluster default `min.insync.replicas`.
+    pub min_insync_replicas: usize,
+    /// Cluster default `unclean.leader.election.enable`.
+    pub unclean_leader_election_enable: bool,
+    /// KIP-966: no HW advance while the ISR is below min.insync.replicas (switch off to
+    /// model older brokers).
+    pub kip966_min_isr_gate: bool,
+}
+
+impl BrokerConfig {
+    /// Kafka's defaults for `broker_id` in `cluster`.
+    #[must_use]
+    pub fn new(cluster: ClusterIdx, broker_id: BrokerId) -> Self {
+        Self {
+            broker_id,
+            cluster,
+            replica_lag_time_max_ms: 30_000,
+            replica_fetch_wait_max_ms: 500,
+            replica_fetch_backoff_ms: 1_000,
+            replica_fetch_max_bytes: 1 << 20,
+            request_timeout_ms: 30_000,
+            heartbeat_interval_ms: 2_000,
+            metadata_fetch_wait_ms: 500,
+            hw_checkpoint_interval_ms: 5_000,
+            log_flush_interval_ms: None,
+            segment_bytes: 1 << 20,
+            retention_check_interval_ms: 300_000,
+            producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
+            min_insync_replicas: 1,
+            unclean_leader_election_enable: false,
+            kip966_min_isr_gate: true,
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! The broker's view of cluster metadata (Kafka: `MetadataImage`), built by applying the
+//! controller's metadata records in order.
+
+use std::collections::BTreeMap;
+
+use crate::protocol::metadata::{ConfigResource, MetadataRecord, PartitionRegistration};
+use crate::types::{BrokerId, TopicId, TopicPartition};
+
+/// A broker as the metadata log describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerRegistration {
+    /// Epoch of the current registration.
+    pub broker_epoch: i64,
+    /// Fenced brokers lead nothing and are not ISR-eligible.
+    pub fenced: bool,
+}
+
+/// A topic: id, name, partitions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopicImage {
+    /// Name.
+    pub name: String,
+    /// Id.
+    pub topic_id: TopicId,
+    /// Partitions by index.
+    pub partitions: BTreeMap<i32, PartitionRegistration>,
+}
+
+/// The applied metadata.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetadataImage {
+    /// Offset of the last applied record (-1 when empty).
+    pub offset: i64,
+    /// Brokers.
+    pub brokers: BTreeMap<BrokerId, BrokerRegistration>,
+    /// Topics by id.
+    pub topics: BTreeMap<TopicId, TopicImage>,
+    /// Topic ids by name.
+    pub topic_ids: BTreeMap<String, TopicId>,
+    /// Configs by resource.
+    pub configs: BTreeMap<ConfigResource, BTreeMap<String, String>>,
+}
+
+/// What changed when a record was applied, for the broker to react to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MetadataDelta {
+    /// Nothing the broker reacts to.
+    None,
+    /// A partition was created or changed.
+    Partition {
+        /// Partition.
+        tp: TopicPartition,
+        /// Topic id.
+        topic_id: TopicId,
+        /// New registration.
+        registration: PartitionRegistration,
+    },
+    /// A topic was removed, with the partitions it had.
+    TopicRemoved {
+        /// Its partitions.
+        partitions: Vec<TopicPartition>,
+    },
+    /// A config changed.
+    Config(ConfigResource),
+    /// A broker's registration or fencing changed.
+    Broker(BrokerId),
+}
+
+impl MetadataImage {
+    /// An empty image.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            offset: -1,
+            ..Self::default()
+        }
+    }
+
+    /// Applies the record at `offset`.
+    pub fn apply(&mut self, offset: i64, record: &MetadataRecord) -> MetadataDelta {
+        self.offset = offset;
+        match record {
+            MetadataRecord::RegisterBroker {
+                broker_id,
+                broker_epoch,
+            } => {
+                self.brokers.insert(
+                    *broker_id,
+                    BrokerRegistration {
+                        broker_epoch: *broker_epoch,
+                        fenced: true,
+                    },
+                );
+                MetadataDelta::Broker(*broker_id)
+            }
+            MetadataRecord::BrokerFencing { broker_id, fenced } => {
+                if let Some(b) = self.brokers.get_mut(broker_id) {
+                    b.fenced = *fenced;
+                }
+                MetadataDelta::Broker(*broker_id)
+            }
+            MetadataRecord::Topic { name, topic_id } => {
+                self.topic_ids.insert(name.clone(), *topic_id);
+                self.topics.insert(
+                    *topic_id,
+                    TopicImage {
+                        name: name.clone(),
+                        topic_id: *topic_id,
+                        partitions: BTreeMap::new(),
+                    },
+                );
+                MetadataDelta::None
+            }
+            MetadataRecord::Partition {
+                topic_id,
+                partition,
+                registration,
+            }
+            | MetadataRecord::PartitionChange {
+                topic_id,
+                partition,
+                registration,
+                ..
+            } => {
+                let Some(t) = self.topics.get_mut(topic_id) else {
+                    return MetadataDelta::None;
+                };
+                t.partitions.insert(*partition, registration.clone());
+                MetadataDelta::Partition {
+                    tp: TopicPartition::new(t.name.as_str(), *partition),
+                    topic_id: *topic_id,
+                    registration: registration.clone(),
+                }
+            }
+            MetadataRecord::RemoveTopic { topic_id } => {
+                let Some(t) = self.topics.remove(topic_id) else {
+                    return MetadataDelta::None;
+                };
+                self.topic_ids.remove(&t.name);
+                self.configs.remove(&ConfigResource::Topic(t.name.clone()));
+                MetadataDelta::TopicRemoved {
+                    partitions: t
+                        .partitions
+                        .keys()
+                        .map(|p| TopicPartition::new(t.name.as_str(), *p))
+                        .collect(),
+                }
+            }
+            MetadataRecord::Config {
+                resource,
+                name,
+                value,
+            } => {
+                let m = self.configs.entry(resource.clone()).or_default();
+                match value {
+                    Some(v) => {
+                        m.insert(name.clone(), v.clone());
+                    }
+                    None => {
+                        m.remove(name);
+                    }
+                }
+                MetadataDelta::Config(resource.clone())
+            }
+            MetadataRecord::ProducerIds { .. } => MetadataDelta::None,
+        }
+    }
+
+    /// The registration of `tp`.
+    #[must_use]
+    pub fn partition(&self, tp: &TopicPartition) -> Option<&PartitionRegistration> {
+        let id = self.topic_ids.get(tp.topic.as_ref())?;
+        self.topics.get(id)?.partitions.get(&tp.partition)
+    }
+
+    /// The id of topic `name`.
+    #[must_use]
+    pub fn topic_id(&self, name: &str) -> Option<TopicId> {
+        self.topic_ids.get(name).copied()
+    }
+
+    /// A topic config value, if set.
+    #[must_use]
+    pub fn topic_config(&self, topic: &str, key: &str) -> Option<&str> {
+        self.configs
+            .get(&ConfigResource::Topic(topic.to_string()))
+            .and_then(|m| m.get(key))
+            .map(String::as_str)
+    }
+
+    /// True if the broker is registered and unfenced.
+    #[must_use]
+    pub fn is_broker_active(&self, id: BrokerId) -> bool {
+        self.brokers.get(&id).is_some_and(|b| !b.fenced)
+    }
+
+    /// The broker epoch in the image.
+    #[must_use]
+    pub fn broker_epoch(&self, id: BrokerId) -> Option<i64> {
+        self.brokers.get(&id).map(|b| b.broker_epoch)
+    }
+}

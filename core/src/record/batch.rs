@@ -1,0 +1,500 @@
+//! [`RecordBatch`]: one immutable v2 batch, kept as its exact wire bytes plus a parsed header.
+//!
+//! Keeping the bytes is what makes "mirrored byte for byte" checkable: two batches are equal
+//! iff their bytes are equal. A leader stamps offsets and its epoch with
+//! [`RecordBatch::with_offset_and_epoch`], which rewrites the two fields outside the CRC.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::codec::{self, BatchError, RECORD_BATCH_OVERHEAD};
+use super::control::ControlRecord;
+use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
+
+/// A record header (key, optional value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Header key (UTF-8).
+    pub key: String,
+    /// Header value; `None` is a null value.
+    pub value: Option<Bytes>,
+}
+
+/// One record inside a batch, as stored (deltas against the batch header).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Timestamp minus the batch's base timestamp.
+    pub timestamp_delta: i64,
+    /// Offset minus the batch's base offset.
+    pub offset_delta: i32,
+    /// Record key; `None` is a null key.
+    pub key: Option<Bytes>,
+    /// Record value; `None` is a null value (a tombstone).
+    pub value: Option<Bytes>,
+    /// Record headers.
+    pub headers: Vec<Header>,
+}
+
+/// A record as a producer hands it over: absolute timestamp, no offset yet.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct SimpleRecord {
+    /// Create time in milliseconds.
+    pub timestamp: i64,
+    /// Record key.
+    pub key: Option<Bytes>,
+    /// Record value.
+    pub value: Option<Bytes>,
+    /// Record headers.
+    pub headers: Vec<Header>,
+}
+
+impl SimpleRecord {
+    /// A record with only a value.
+    pub fn value(timestamp: i64, value: impl Into<Bytes>) -> Self {
+        Self {
+            timestamp,
+            key: None,
+            value: Some(value.into()),
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// Timestamp type attribute bit.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TimestampType {
+    /// Producer-set create time.
+    CreateTime,
+    /// Broker-set append time.
+    LogAppendTime,
+}
+
+/// The parsed v2 batch header (all fixed fields of [`super::codec`]'s layout).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BatchHeader {
+    /// First offset of the batch.
+    pub base_offset: Offset,
+    /// Bytes after the length field.
+    pub batch_length: i32,
+    /// Epoch of the leader that first appended the batch.
+    pub partition_leader_epoch: LeaderEpoch,
+    /// Stored CRC32C.
+    pub crc: u32,
+    /// Raw attributes.
+    pub attributes: i16,
+    /// `lastOffset - baseOffset`.
+    pub last_offset_delta: i32,
+    /// Timestamp of the first record.
+    pub base_timestamp: i64,
+    /// Largest record timestamp.
+    pub max_timestamp: i64,
+    /// Producer id, `-1` for none.
+    pub producer_id: ProducerId,
+    /// Producer epoch, `-1` for none.
+    pub producer_epoch: ProducerEpoch,
+    /// Sequence of the first record, `-1` for none.
+    pub base_sequence: Sequence,
+    /// Number of records.
+    pub record_count: i32,
+}
+
+/// One immutable v2 record batch.
+#[derive(Clone, Debug)]
+pub struct RecordBatch {
+    bytes: Bytes,
+    header: BatchHeader,
+    control: Option<ControlRecord>,
+}
+
+impl PartialEq for RecordBatch {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes
+    }
+}
+impl Eq for RecordBatch {}
+
+impl RecordBatch {
+    /// Parses and validates one batch that spans exactly `bytes` (Kafka:
+    /// `DefaultRecordBatch.ensureValid`): magic, length, CRC32C, record framing, and for
+    /// control batches a well-formed single control record.
+    pub fn decode(bytes: Bytes) -> Result<Self, BatchError> {
+        let total = codec::validate_frame(&bytes)?;
+        if total != bytes.len() {
+            return Err(BatchError::CorruptRecord {
+                index: 0,
+                reason: "bytes beyond the batch length",
+            });
+        }
+        let header = parse_header(&bytes);
+        if header.record_count < 0 || header.last_offset_delta < 0 {
+            return Err(BatchError::CorruptRecord {
+                index: 0,
+                reason: "negative record count or offset delta",
+            });
+        }
+        let records = codec::decode_records(&bytes, header.record_count)?;
+        let control = if header.attributes & codec::CONTROL_FLAG_MASK != 0 {
+            if records.len() != 1 {
+                return Err(BatchError::InvalidControlBatch);
+            }
+            let r = &records[0];
+            Some(
+                ControlRecord::decode(r.key.as_deref(), r.value.as_deref())
+                    .ok_or(BatchError::InvalidControlBatch)?,
+            )
+        } else {
+            if records.is_empty() {
+                return Err(BatchError::Empty);
+            }
+            None
+        };
+        if let Some(last) = records.last()
+            && last.offset_delta != header.last_offset_delta
+        {
+            return Err(BatchError::CorruptRecord {
+                index: records.len() - 1,
+                reason: "last offset delta does not match the header",
+            });
+        }
+        Ok(Self {
+            bytes,
+            header,
+            control,
+        })
+    }
+
+    /// Splits a buffer of consecutive batches (a log segment) into batches, stopping at the
+    /// first invalid one. Returns the valid prefix and the error at its end, if any (Kafka's
+    /// log recovery truncates there).
+    #[must_use]
+    pub fn decode_many(mut bytes: Bytes) -> (Vec<RecordBatch>, Option<BatchError>) {
+        let mut out = Vec::new();
+        while !bytes.is_empty() {
+            match codec::validate_frame(&bytes) {
+                Ok(total) => {
+                    let b = bytes.split_to(total);
+                    match RecordBatch::decode(b) {
+                        Ok(batch) => out.push(batch),
+                        Err(e) => return (out, Some(e)),
+                    }
+                }
+                Err(e) => return (out, Some(e)),
+            }
+        }
+        (out, None)
+    }
+
+    /// The exact wire bytes.
+    #[must_use]
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    /// Size on the wire and on disk.
+    #[must_use]
+    pub fn size_in_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The parsed header.
+    #[must_use]
+    pub fn header(&self) -> &BatchHeader {
+        &self.header
+    }
+
+    /// First offset.
+    #[must_use]
+    pub fn base_offset(&self) -> Offset {
+        self.header.base_offset
+    }
+
+    /// Last offset (inclusive).
+    #[must_use]
+    pub fn last_offset(&self) -> Offset {
+        self.header
+            .base_offset
+            .plus(i64::from(self.header.last_offset_delta))
+    }
+
+    /// The offset after this batch.
+    #[must_use]
+    pub fn next_offset(&self) -> Offset {
+        self.last_offset().plus(1)
+    }
+
+    /// The batch's `partitionLeaderEpoch`.
+    #[must_use]
+    pub fn partition_leader_epoch(&self) -> LeaderEpoch {
+        self.header.partition_leader_epoch
+    }
+
+    /// Producer id (`-1` if none).
+    #[must_use]
+    pub fn producer_id(&self) -> ProducerId {
+        self.header.producer_id
+    }
+
+    /// Producer epoch.
+    #[must_use]
+    pub fn producer_epoch(&self) -> ProducerEpoch {
+        self.header.producer_epoch
+    }
+
+    /// Sequence of the first record.
+    #[must_use]
+    pub fn base_sequence(&self) -> Sequence {
+        self.header.base_sequence
+    }
+
+    /// Sequence of the last record (wrapping; `-1` if the batch has no sequence).
+    #[must_use]
+    pub fn last_sequence(&self) -> Sequence {
+        if self.header.base_sequence == Sequence::NONE {
+            Sequence::NONE
+        } else {
+            self.header
+                .base_sequence
+                .increment(self.header.last_offset_delta)
+        }
+    }
+
+    /// True if the transactional attribute is set.
+    #[must_use]
+    pub fn is_transactional(&self) -> bool {
+        self.header.attributes & codec::TRANSACTIONAL_FLAG_MASK != 0
+    }
+
+    /// True if the control attribute is set.
+    #[must_use]
+    pub fn is_control_batch(&self) -> bool {
+        self.header.attributes & codec::CONTROL_FLAG_MASK != 0
+    }
+
+    /// The control record of a control batch.
+    #[must_use]
+    pub fn control_record(&self) -> Option<ControlRecord> {
+        self.control
+    }
+
+    /// Largest record timestamp.
+    #[must_use]
+    pub fn max_timestamp(&self) -> i64 {
+        self.header.max_timestamp
+    }
+
+    /// Timestamp type attribute.
+    #[must_use]
+    pub fn timestamp_type(&self) -> TimestampType {
+        if self.header.attributes & codec::TIMESTAMP_TYPE_MASK != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
+    }
+
+    /// Number of records.
+    #[must_use]
+    pub fn record_count(&self) -> i32 {
+        self.header.record_count
+    }
+
+    /// Parses the records (the bytes were validated at construction, so this cannot fail).
+    #[must_use]
+    pub fn records(&self) -> Vec<Record> {
+        codec::decode_records(&self.bytes, self.header.record_count)
+            .expect("batch_records_valid: records were validated when the batch was built")
+    }
+
+    /// Recomputes the CRC over the current bytes and compares it with the stored one.
+    #[must_use]
+    pub fn is_valid(&self) -> bool {
+        codec::validate_frame(&self.bytes).is_ok()
+    }
+
+    /// A copy with a new base offset and partition leader epoch (the two fields outside the
+    /// CRC). This is what a leader does on append (Kafka: `LogValidator` assigning offsets and
+    /// `setPartitionLeaderEpoch`).
+    #[must_use]
+    pub fn with_offset_and_epoch(&self, base_offset: Offset, epoch: LeaderEpoch) -> RecordBatch {
+        if base_offset == self.header.base_offset && epoch == self.header.partition_leader_epoch {
+            return self.clone();
+        }
+        let mut b = BytesMut::from(&self.bytes[..]);
+        b[codec::BASE_OFFSET..codec::BASE_OFFSET + 8].copy_from_slice(&base_offset.0.to_be_bytes());
+        b[codec::PARTITION_LEADER_EPOCH..codec::PARTITION_LEADER_EPOCH + 4]
+            .copy_from_slice(&epoch.0.to_be_bytes());
+        let mut header = self.header;
+        header.base_offset = base_offset;
+        header.partition_leader_epoch = epoch;
+        RecordBatch {
+            bytes: b.freeze(),
+            header,
+            control: self.control,
+        }
+    }
+}
+
+fn parse_header(b: &[u8]) -> BatchHeader {
+    BatchHeader {
+        base_offset: Offset(codec::get_i64(b, codec::BASE_OFFSET)),
+        batch_length: codec::get_i32(b, codec::BATCH_LENGTH),
+        partition_leader_epoch: LeaderEpoch(codec::get_i32(b, codec::PARTITION_LEADER_EPOCH)),
+        crc: codec::get_u32(b, codec::CRC),
+        attributes: codec::get_i16(b, codec::ATTRIBUTES),
+        last_offset_delta: codec::get_i32(b, codec::LAST_OFFSET_DELTA),
+        base_timestamp: codec::get_i64(b, codec::BASE_TIMESTAMP),
+        max_timestamp: codec::get_i64(b, codec::MAX_TIMESTAMP),
+        producer_id: ProducerId(codec::get_i64(b, codec::PRODUCER_ID)),
+        producer_epoch: ProducerEpoch(codec::get_i16(b, codec::PRODUCER_EPOCH)),
+        base_sequence: Sequence(codec::get_i32(b, codec::BASE_SEQUENCE)),
+        record_count: codec::get_i32(b, codec::RECORD_COUNT),
+    }
+}
+
+/// Builds batches the way a Kafka producer (or a coordinator writing markers) does.
+#[derive(Clone, Debug)]
+pub struct BatchBuilder {
+    /// Base offset to write (a leader overwrites it on append).
+    pub base_offset: Offset,
+    /// Partition leader epoch to write (a leader overwrites it on append).
+    pub partition_leader_epoch: LeaderEpoch,
+    /// Producer id, `-1` for a plain producer.
+    pub producer_id: ProducerId,
+    /// Producer epoch.
+    pub producer_epoch: ProducerEpoch,
+    /// Sequence of the first record.
+    pub base_sequence: Sequence,
+    /// Transactional attribute.
+    pub is_transactional: bool,
+    /// Timestamp type attribute.
+    pub timestamp_type: TimestampType,
+}
+
+impl BatchBuilder {
+    /// A plain (non-idempotent) batch at offset 0, epoch unset (-1).
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            base_offset: Offset(0),
+            partition_leader_epoch: LeaderEpoch::UNDEFINED,
+            producer_id: ProducerId::NONE,
+            producer_epoch: ProducerEpoch::NONE,
+            base_sequence: Sequence::NONE,
+            is_transactional: false,
+            timestamp_type: TimestampType::CreateTime,
+        }
+    }
+
+    /// An idempotent batch.
+    #[must_use]
+    pub fn idempotent(pid: ProducerId, epoch: ProducerEpoch, base_sequence: Sequence) -> Self {
+        Self {
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence,
+            ..Self::new()
+        }
+    }
+
+    /// A transactional batch.
+    #[must_use]
+    pub fn transactional(pid: ProducerId, epoch: ProducerEpoch, base_sequence: Sequence) -> Self {
+        Self {
+            is_transactional: true,
+            ..Self::idempotent(pid, epoch, base_sequence)
+        }
+    }
+
+    /// Sets the base offset.
+    #[must_use]
+    pub fn base_offset(mut self, o: Offset) -> Self {
+        self.base_offset = o;
+        self
+    }
+
+    /// Sets the partition leader epoch.
+    #[must_use]
+    pub fn leader_epoch(mut self, e: LeaderEpoch) -> Self {
+        self.partition_leader_epoch = e;
+        self
+    }
+
+    /// Builds a data batch. Panics on an empty record list: callers build batches from
+    /// non-empty producer buffers (an empty batch is not a valid operation input).
+    #[must_use]
+    pub fn build(&self, records: &[SimpleRecord]) -> RecordBatch {
+        assert!(!records.is_empty(), "batch_not_empty");
+        let base_ts = records[0].timestamp;
+        let recs: Vec<Record> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Record {
+                timestamp_delta: r.timestamp - base_ts,
+                offset_delta: i as i32,
+                key: r.key.clone(),
+                value: r.value.clone(),
+                headers: r.headers.clone(),
+            })
+            .collect();
+        let max_ts = records.iter().map(|r| r.timestamp).max().unwrap_or(base_ts);
+        self.encode(&recs, base_ts, max_ts, false)
+    }
+
+    /// Builds a control batch holding one control record (Kafka:
+    /// `MemoryRecords.withEndTransactionMarker`, `withMirrorPidResetRecord`). Transaction
+    /// markers are transactional batches; `MIRROR_PID_RESET` is not.
+    #[must_use]
+    pub fn build_control(&self, record: ControlRecord, timestamp: i64) -> RecordBatch {
+        let rec = Record {
+            timestamp_delta: 0,
+            offset_delta: 0,
+            key: Some(record.key_bytes()),
+            value: Some(record.value_bytes()),
+            headers: Vec::new(),
+        };
+        let transactional = matches!(record, ControlRecord::EndTxn { .. }) || self.is_transactional;
+        let mut b = self.clone();
+        b.is_transactional = transactional;
+        b.encode(&[rec], timestamp, timestamp, true)
+    }
+
+    fn encode(&self, recs: &[Record], base_ts: i64, max_ts: i64, control: bool) -> RecordBatch {
+        let mut buf = BytesMut::with_capacity(RECORD_BATCH_OVERHEAD + 32 * recs.len());
+        buf.put_i64(self.base_offset.0);
+        buf.put_i32(0); // length, patched below
+        buf.put_i32(self.partition_leader_epoch.0);
+        buf.put_i8(codec::MAGIC_V2);
+        buf.put_u32(0); // crc, patched below
+        let mut attributes = 0i16;
+        if self.timestamp_type == TimestampType::LogAppendTime {
+            attributes |= codec::TIMESTAMP_TYPE_MASK;
+        }
+        if self.is_transactional {
+            attributes |= codec::TRANSACTIONAL_FLAG_MASK;
+        }
+        if control {
+            attributes |= codec::CONTROL_FLAG_MASK;
+        }
+        buf.put_i16(attributes);
+        buf.put_i32(recs.last().map_or(0, |r| r.offset_delta));
+        buf.put_i64(base_ts);
+        buf.put_i64(max_ts);
+        buf.put_i64(self.producer_id.0);
+        buf.put_i16(self.producer_epoch.0);
+        buf.put_i32(self.base_sequence.0);
+        buf.put_i32(recs.len() as i32);
+        for r in recs {
+            codec::encode_record(&mut buf, r);
+        }
+        let len = (buf.len() - codec::LOG_OVERHEAD) as i32;
+        buf[codec::BATCH_LENGTH..codec::BATCH_LENGTH + 4].copy_from_slice(&len.to_be_bytes());
+        let crc = codec::compute_crc(&buf);
+        buf[codec::CRC..codec::CRC + 4].copy_from_slice(&crc.to_be_bytes());
+        RecordBatch::decode(buf.freeze()).expect("built_batch_valid")
+    }
+}
+
+impl Default for BatchBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,196 @@
+//! Kafka's scalar types as newtypes with Kafka's wire widths.
+//!
+//! Fields are public so tests transcribed from Kafka can build values directly
+//! (`Offset(5)`, `LeaderEpoch(3)`); the sentinels Kafka uses on the wire are
+//! named constants (`LeaderEpoch::UNDEFINED`, `Offset::UNDEFINED`).
+
+use std::fmt;
+use std::sync::Arc;
+
+macro_rules! newtype {
+    ($(#[$doc:meta])* $name:ident($inner:ty)) => {
+        $(#[$doc])*
+        #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(pub $inner);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+
+        impl From<$inner> for $name {
+            fn from(v: $inner) -> Self {
+                Self(v)
+            }
+        }
+    };
+}
+
+newtype!(
+    /// A position in a partition log. 0-based; LEO, HW, LSO and "end offsets" are exclusive.
+    Offset(i64)
+);
+newtype!(
+    /// A partition leader epoch, stamped on every v2 batch (`partitionLeaderEpoch`).
+    LeaderEpoch(i32)
+);
+newtype!(
+    /// An idempotent/transactional producer id. `-1` means "no producer".
+    ProducerId(i64)
+);
+newtype!(
+    /// A producer epoch. `-1` means "no epoch" (`NO_PRODUCER_EPOCH`).
+    ProducerEpoch(i16)
+);
+newtype!(
+    /// A per-producer record sequence number. `-1` means "no sequence".
+    Sequence(i32)
+);
+newtype!(
+    /// A broker (or controller) node id.
+    BrokerId(i32)
+);
+
+impl Offset {
+    /// Kafka's `UNDEFINED_EPOCH_OFFSET` (-1), used by the epoch cache's `end_offset_for`.
+    pub const UNDEFINED: Offset = Offset(-1);
+
+    /// `self + n`. Offsets never overflow in practice; overflow is a broken invariant.
+    #[must_use]
+    pub fn plus(self, n: i64) -> Offset {
+        Offset(self.0.checked_add(n).expect("offset_overflow"))
+    }
+}
+
+impl LeaderEpoch {
+    /// Kafka's `UNDEFINED_EPOCH` (-1).
+    pub const UNDEFINED: LeaderEpoch = LeaderEpoch(-1);
+}
+
+impl ProducerId {
+    /// Kafka's `NO_PRODUCER_ID` (-1).
+    pub const NONE: ProducerId = ProducerId(-1);
+
+    /// True for a real producer id (Kafka's `hasProducerId`: `producerId > -1`).
+    #[must_use]
+    pub fn is_some(self) -> bool {
+        self.0 > -1
+    }
+}
+
+impl ProducerEpoch {
+    /// Kafka's `NO_PRODUCER_EPOCH` (-1).
+    pub const NONE: ProducerEpoch = ProducerEpoch(-1);
+}
+
+impl Sequence {
+    /// Kafka's `NO_SEQUENCE` (-1).
+    pub const NONE: Sequence = Sequence(-1);
+
+    /// The sequence `n` records after this one, wrapping at `i32::MAX` as Kafka does
+    /// (`DefaultRecordBatch.incrementSequence`).
+    #[must_use]
+    pub fn increment(self, n: i32) -> Sequence {
+        if self.0 > i32::MAX - n {
+            Sequence(n - (i32::MAX - self.0) - 1)
+        } else {
+            Sequence(self.0 + n)
+        }
+    }
+
+    /// The sequence `n` records before this one, wrapping as Kafka does
+    /// (`DefaultRecordBatch.decrementSequence`).
+    #[must_use]
+    pub fn decrement(self, n: i32) -> Sequence {
+        if self.0 < n {
+            Sequence(i32::MAX - (n - self.0) + 1)
+        } else {
+            Sequence(self.0 - n)
+        }
+    }
+}
+
+/// A 128-bit topic id (Kafka's `Uuid`). Zero means "no id" (pre-2.8 topics).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TopicId(pub u128);
+
+impl TopicId {
+    /// Kafka's `Uuid.ZERO_UUID`.
+    pub const ZERO: TopicId = TopicId(0);
+}
+
+impl fmt::Display for TopicId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// A topic name and partition index, displayed as Kafka does: `orders-0`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TopicPartition {
+    /// Topic name. Shared, because the same name appears in many maps.
+    pub topic: Arc<str>,
+    /// Partition index, 0-based.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// Builds `topic-partition`.
+    pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> Self {
+        Self {
+            topic: topic.into(),
+            partition,
+        }
+    }
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// The pair Kafka's `OffsetAndEpoch` / `EpochEndOffset` carries: an end offset and the
+/// epoch it belongs to.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct OffsetAndEpoch {
+    /// The (exclusive) end offset.
+    pub offset: Offset,
+    /// The epoch that ends there.
+    pub leader_epoch: LeaderEpoch,
+}
+
+impl OffsetAndEpoch {
+    /// Builds the pair.
+    #[must_use]
+    pub fn new(offset: Offset, leader_epoch: LeaderEpoch) -> Self {
+        Self {
+            offset,
+            leader_epoch,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_wraps_like_kafka() {
+        // Kafka: DefaultRecordBatchTest.testIncrementSequence / testDecrementSequence
+        assert_eq!(Sequence(10).increment(5), Sequence(15));
+        assert_eq!(Sequence(i32::MAX).increment(1), Sequence(0));
+        assert_eq!(Sequence(i32::MAX - 2).increment(5), Sequence(2));
+        assert_eq!(Sequence(0).decrement(1), Sequence(i32::MAX));
+        assert_eq!(Sequence(2).decrement(5), Sequence(i32::MAX - 2));
+        assert_eq!(Sequence(2).decrement(5).increment(5), Sequence(2));
+    }
+
+    #[test]
+    fn display_uses_kafka_forms() {
+        assert_eq!(TopicPartition::new("orders", 3).to_string(), "orders-3");
+        assert!(!ProducerId::NONE.is_some());
+        assert!(ProducerId(0).is_some());
+    }
+}
