@@ -8,5 +8,5 @@ pub mod timers;
 
 pub use config::BrokerConfig;
 pub use metadata_image::MetadataImage;
-pub use output::{Event, IoOp, Message, Output, TruncationCause};
+pub use output::{Event, IoOp, Message, Node, Output, TruncationCause};
 pub use timers::{TimerId, Timers};

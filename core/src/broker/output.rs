@@ -1,10 +1,12 @@
-//! What a broker asks its driver to do ([`Output`]) and the facts it reports ([`Event`]).
-//! The driver performs sends and disk operations in order; events feed traces and checkers
-//! and are never read back by the broker.
+//! What a node (broker or controller) asks its driver to do ([`Output`]) and the facts it
+//! reports ([`Event`]). The driver performs sends and disk operations in order; events feed
+//! traces and checkers and are never read back by the node.
 
 use bytes::Bytes;
 
+use crate::protocol::metadata::MetadataRecord;
 use crate::protocol::{CorrelationId, NodeId, Request, Response};
+use crate::time::Instant;
 use crate::types::{BrokerId, LeaderEpoch, Offset, TopicPartition};
 
 /// A message on the wire.
@@ -169,6 +171,26 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// Controller: a partition got a new leader (or none).
+    LeaderElected {
+        /// Partition.
+        tp: TopicPartition,
+        /// New leader (`None` = offline).
+        leader: Option<BrokerId>,
+        /// New leader epoch.
+        leader_epoch: LeaderEpoch,
+        /// ISR after the election.
+        isr: Vec<BrokerId>,
+        /// True for an unclean election (a declared data-loss event).
+        unclean: bool,
+    },
+    /// Controller: a broker was fenced or unfenced.
+    BrokerFencing {
+        /// Broker.
+        broker_id: BrokerId,
+        /// True when fenced.
+        fenced: bool,
+    },
 }
 
 /// One output of the broker.
@@ -187,4 +209,27 @@ pub enum Output {
     Io(IoOp),
     /// Report a fact.
     Event(Event),
+    /// Controller: durably append a metadata record (KRaft fsyncs every metadata batch
+    /// before it is committed, so the driver keeps these across crashes).
+    PersistMetadata {
+        /// Offset of the record.
+        offset: i64,
+        /// The record.
+        record: MetadataRecord,
+    },
+}
+
+/// A sans-I/O node: everything it learns arrives through these calls, with `now`; everything
+/// it wants done leaves through [`Node::poll_output`]. The simulator's driver loop is the only
+/// code that awaits.
+pub trait Node {
+    /// A message arrived from `from` (a request with the sender's correlation id, or a
+    /// response to one of ours).
+    fn handle_message(&mut self, now: Instant, from: NodeId, id: CorrelationId, message: Message);
+    /// Time passed: fire due timers.
+    fn handle_timeout(&mut self, now: Instant);
+    /// Next output, in order.
+    fn poll_output(&mut self) -> Option<Output>;
+    /// When [`Node::handle_timeout`] must next be called.
+    fn poll_timeout(&self) -> Option<Instant>;
 }

@@ -140,6 +140,8 @@ pub enum Request {
     },
     /// Earliest / latest offsets (Kafka: `ListOffsets`).
     ListOffsets {
+        /// A follower resetting after OFFSET_OUT_OF_RANGE (gets the LEO for `Latest`).
+        replica_id: Option<BrokerId>,
         /// Consumers' isolation (latest = HW or LSO).
         isolation: FetchIsolation,
         /// Partitions with an optional current leader epoch.
