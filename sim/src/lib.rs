@@ -1,5 +1,5 @@
-//! `mirror-sim`: the mirrorsim testbed. Today it hosts the guided tour of the partition
-//! model; the simulated world, checkers, scenarios and chaos engine build on it.
+//! `mirror-sim`: the simulated world around `mirror-core`: network, disks, traces, and the
+//! guided tour; the world, checkers, scenarios and chaos engine build on them.
 
 #[cfg(not(madsim))]
 compile_error!(
@@ -7,4 +7,7 @@ compile_error!(
      A RUSTFLAGS/CARGO_ENCODED_RUSTFLAGS env var, or running cargo from outside the repo, silently drops it."
 );
 
+pub mod disk;
+pub mod net;
 pub mod tour;
+pub mod trace;

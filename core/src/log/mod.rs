@@ -3,6 +3,7 @@
 
 pub mod epoch_cache;
 pub mod partition_log;
+pub mod producer_snapshot;
 pub mod producer_state;
 pub mod txn_index;
 

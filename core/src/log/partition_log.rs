@@ -194,6 +194,42 @@ impl PartitionLog {
         }
     }
 
+    /// Rebuilds a log after a restart (Kafka: `LogLoader`): the recovered batches (a
+    /// CRC-validated prefix of the segments) are replayed as a follower would append them,
+    /// which rebuilds the epoch cache from the batches; producer state is the snapshot at the
+    /// log start plus replay; the cache is trimmed to `[log_start, LEO]`; the HW checkpoint is
+    /// clamped into `[log_start, LEO]`.
+    pub fn recover(
+        config: LogConfig,
+        log_start: Offset,
+        producer_base: ProducerStateManager,
+        batches: Vec<RecordBatch>,
+        high_watermark: Offset,
+    ) -> Result<Self, AppendError> {
+        let mut log = Self::new(config);
+        // Batches wholly below the log start belong to deleted segments; the snapshot covers them.
+        let batches: Vec<RecordBatch> = batches
+            .into_iter()
+            .filter(|b| b.last_offset() >= log_start)
+            .collect();
+        let start = batches
+            .first()
+            .map_or(log_start, |b| b.base_offset().min(log_start));
+        log.truncate_fully_and_start_at(start, None);
+        for b in &batches {
+            log.append_as_follower(b, None)?;
+        }
+        let log_start = log_start.max(start).min(log.log_end_offset);
+        log.log_start_offset = log_start;
+        log.epoch_cache.truncate_from_start(log_start);
+        log.producer_state_base = producer_base;
+        log.producer_state_base.update_map_end_offset(log_start);
+        log.high_watermark = high_watermark.max(log_start).min(log.log_end_offset);
+        log.reload_producer_state();
+        log.check_invariants();
+        Ok(log)
+    }
+
     /// The log's settings.
     #[must_use]
     pub fn config(&self) -> &LogConfig {

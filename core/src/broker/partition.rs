@@ -1,0 +1,257 @@
+//! One partition replica on a broker (Kafka: `Partition`): the log plus the leader's view of
+//! its followers (ISR, follower LEOs, HW) or the follower's view of its leader. Pure rules
+//! come from `crate::replication`; this file applies them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::output::Event;
+use super::storage::PartitionFiles;
+use crate::log::partition_log::PartitionLog;
+use crate::protocol::metadata::PartitionRegistration;
+use crate::replication::high_watermark::{HwConfig, maybe_increment_leader_hw};
+use crate::replication::isr::{IsrState, out_of_sync_replicas, should_expand_isr};
+use crate::replication::replica::ReplicaState;
+use crate::types::{BrokerId, LeaderEpoch, Offset, TopicId, TopicPartition};
+
+/// The leader's bookkeeping.
+#[derive(Clone, Debug)]
+pub struct LeaderState {
+    /// Committed ISR and any in-flight AlterPartition.
+    pub isr: IsrState,
+    /// Followers' fetch state.
+    pub followers: BTreeMap<BrokerId, ReplicaState>,
+    /// The LEO when this broker became leader in the current epoch (KIP-320 rule 4, and the
+    /// "lagging HW" rule of ListOffsets).
+    pub leader_epoch_start_offset: Offset,
+    /// Correlation id of an in-flight AlterPartition.
+    pub alter_in_flight: Option<u64>,
+}
+
+/// Leader or follower.
+#[derive(Clone, Debug)]
+pub enum Role {
+    /// This broker leads.
+    Leader(LeaderState),
+    /// This broker follows `leader` (`None` = offline partition).
+    Follower {
+        /// The leader, if any.
+        leader: Option<BrokerId>,
+    },
+}
+
+/// One partition replica.
+#[derive(Clone, Debug)]
+pub struct Partition {
+    /// Partition.
+    pub tp: TopicPartition,
+    /// Topic id.
+    pub topic_id: TopicId,
+    /// The log.
+    pub log: PartitionLog,
+    /// Files backing the log.
+    pub files: PartitionFiles,
+    /// Latest leader epoch this replica has applied from metadata.
+    pub leader_epoch: LeaderEpoch,
+    /// Latest partition epoch applied.
+    pub partition_epoch: i32,
+    /// Assigned replicas.
+    pub replicas: Vec<BrokerId>,
+    /// Role.
+    pub role: Role,
+}
+
+impl Partition {
+    /// A replica that has not yet applied any leadership.
+    #[must_use]
+    pub fn new(tp: TopicPartition, topic_id: TopicId, log: PartitionLog, files: PartitionFiles) -> Self {
+        Self {
+            tp,
+            topic_id,
+            log,
+            files,
+            leader_epoch: LeaderEpoch::UNDEFINED,
+            partition_epoch: -1,
+            replicas: Vec::new(),
+            role: Role::Follower { leader: None },
+        }
+    }
+
+    /// True if this replica leads.
+    #[must_use]
+    pub fn is_leader(&self) -> bool {
+        matches!(self.role, Role::Leader(_))
+    }
+
+    /// The leader state.
+    #[must_use]
+    pub fn leader_state(&self) -> Option<&LeaderState> {
+        match &self.role {
+            Role::Leader(l) => Some(l),
+            Role::Follower { .. } => None,
+        }
+    }
+
+    /// The leader, from this replica's point of view.
+    #[must_use]
+    pub fn leader(&self, me: BrokerId) -> Option<BrokerId> {
+        match &self.role {
+            Role::Leader(_) => Some(me),
+            Role::Follower { leader } => *leader,
+        }
+    }
+
+    /// The committed ISR (leader only).
+    #[must_use]
+    pub fn isr(&self) -> Vec<BrokerId> {
+        self.leader_state()
+            .map(|l| l.isr.isr.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Kafka `Partition.makeLeader`: with a higher epoch, the epoch starts at the LEO
+    /// (`assign_epoch_start` decides whether the cache gets the entry: KIP-1279 mirror
+    /// partitions skip it while mirroring). Followers' state is reset; the ISR comes from
+    /// metadata.
+    pub fn make_leader(
+        &mut self,
+        me: BrokerId,
+        reg: &PartitionRegistration,
+        now_ms: i64,
+        assign_epoch_start: bool,
+        events: &mut Vec<Event>,
+    ) -> bool {
+        let is_new_epoch = reg.leader_epoch > self.leader_epoch || !self.is_leader();
+        let leo = self.log.log_end_offset();
+        self.replicas = reg.replicas.clone();
+        self.partition_epoch = reg.partition_epoch;
+        if !is_new_epoch {
+            // ISR-only update while leading: adopt the committed ISR unless ours is newer.
+            if let Role::Leader(l) = &mut self.role
+                && l.alter_in_flight.is_none()
+            {
+                l.isr = IsrState::committed(reg.isr.iter().copied());
+            }
+            return false;
+        }
+        if assign_epoch_start && reg.leader_epoch.0 >= 0 {
+            self.log
+                .maybe_assign_epoch_start_offset(reg.leader_epoch, leo)
+                .expect("leader_epoch_non_negative");
+        }
+        self.leader_epoch = reg.leader_epoch;
+        let isr: BTreeSet<BrokerId> = reg.isr.iter().copied().collect();
+        let mut followers = BTreeMap::new();
+        for r in reg.replicas.iter().filter(|r| **r != me) {
+            let mut st = ReplicaState::new(*r);
+            st.reset_replica_state(now_ms, leo, true, isr.contains(r));
+            followers.insert(*r, st);
+        }
+        self.role = Role::Leader(LeaderState {
+            isr: IsrState::committed(isr.iter().copied()),
+            followers,
+            leader_epoch_start_offset: leo,
+            alter_in_flight: None,
+        });
+        events.push(Event::BecameLeader {
+            tp: self.tp.clone(),
+            leader_epoch: reg.leader_epoch,
+            isr: reg.isr.clone(),
+        });
+        true
+    }
+
+    /// Kafka `Partition.makeFollower`: records the new leader and epoch; the log is not
+    /// touched (the fetcher reconciles it). Returns true if the leader or epoch changed.
+    pub fn make_follower(&mut self, reg: &PartitionRegistration, events: &mut Vec<Event>) -> bool {
+        let changed = reg.leader_epoch > self.leader_epoch
+            || self.is_leader()
+            || self.leader_epoch == LeaderEpoch::UNDEFINED;
+        self.replicas = reg.replicas.clone();
+        self.partition_epoch = reg.partition_epoch;
+        if !changed {
+            return false;
+        }
+        self.leader_epoch = reg.leader_epoch;
+        self.role = Role::Follower { leader: reg.leader };
+        events.push(Event::BecameFollower {
+            tp: self.tp.clone(),
+            leader: reg.leader,
+            leader_epoch: reg.leader_epoch,
+        });
+        true
+    }
+
+    /// Leader: records a follower fetch at `fetch_offset` (Kafka:
+    /// `updateFollowerFetchState`). Returns an ISR to propose when the follower qualifies for
+    /// expansion.
+    pub fn update_follower_fetch_state(
+        &mut self,
+        follower: BrokerId,
+        fetch_offset: Offset,
+        follower_log_start: Offset,
+        broker_epoch: i64,
+        cached_broker_epoch: Option<i64>,
+        eligible: bool,
+        now_ms: i64,
+    ) -> Option<BTreeSet<BrokerId>> {
+        let leo = self.log.log_end_offset();
+        let hw = self.log.high_watermark();
+        let Role::Leader(l) = &mut self.role else {
+            return None;
+        };
+        let st = l.followers.get_mut(&follower)?;
+        if st
+            .update_fetch_state(fetch_offset, follower_log_start, now_ms, leo, broker_epoch, cached_broker_epoch)
+            .is_err()
+        {
+            return None;
+        }
+        if l.alter_in_flight.is_none()
+            && should_expand_isr(st, &l.isr, eligible, hw, Some(l.leader_epoch_start_offset))
+        {
+            return l.isr.prepare_isr_expand(follower);
+        }
+        None
+    }
+
+    /// Leader: advances the HW if the ISR allows (Kafka: `maybeIncrementLeaderHW`).
+    pub fn maybe_increment_hw(
+        &mut self,
+        eligible: impl Fn(BrokerId) -> bool,
+        now_ms: i64,
+        replica_lag_time_max_ms: i64,
+        cfg: &HwConfig,
+    ) -> Option<Offset> {
+        let Role::Leader(l) = &self.role else {
+            return None;
+        };
+        let followers: Vec<ReplicaState> = l.followers.values().cloned().collect();
+        let new = maybe_increment_leader_hw(
+            self.log.log_end_offset(),
+            self.log.high_watermark(),
+            &followers,
+            &l.isr,
+            eligible,
+            now_ms,
+            replica_lag_time_max_ms,
+            cfg,
+        )?;
+        self.log
+            .maybe_increment_high_watermark(new)
+            .expect("hw_le_leo: computed from LEOs")
+    }
+
+    /// Leader: followers to drop from the ISR, as a proposed ISR (Kafka: `maybeShrinkIsr`).
+    pub fn maybe_shrink_isr(&mut self, me: BrokerId, now_ms: i64, lag_ms: i64) -> Option<BTreeSet<BrokerId>> {
+        let leo = self.log.log_end_offset();
+        let Role::Leader(l) = &mut self.role else {
+            return None;
+        };
+        if l.alter_in_flight.is_some() {
+            return None;
+        }
+        let followers: Vec<ReplicaState> = l.followers.values().cloned().collect();
+        let out = out_of_sync_replicas(me, &followers, &l.isr, leo, now_ms, lag_ms);
+        l.isr.prepare_isr_shrink(&out)
+    }
+}

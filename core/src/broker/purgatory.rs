@@ -1,0 +1,170 @@
+//! Delayed operations (Kafka: `DelayedProduce`, `DelayedFetch` in a purgatory): requests
+//! parked until the HW passes an offset, data arrives, or a deadline passes.
+
+use std::collections::BTreeMap;
+
+use crate::protocol::messages::FetchPartition;
+use crate::protocol::{CorrelationId, ErrorCode, NodeId};
+use crate::replication::fetch_leader::FetchIsolation;
+use crate::time::Instant;
+use crate::types::{BrokerId, Offset, TopicPartition};
+
+/// One partition of a delayed produce.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProduceWait {
+    /// Partition.
+    pub tp: TopicPartition,
+    /// The HW must reach this (last offset + 1).
+    pub required_offset: Offset,
+    /// First offset of the batch, reported to the client.
+    pub base_offset: Offset,
+    /// Error decided so far (set when the partition is done).
+    pub error: Option<ErrorCode>,
+}
+
+/// What answers a completed delayed produce.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ProduceReply {
+    /// A `Produce` response.
+    Produce,
+    /// A `PartitionErrors` response (WriteTxnMarkers, coordinator writes).
+    PartitionErrors,
+}
+
+/// An acks=all produce waiting for replication.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DelayedProduce {
+    /// Requester.
+    pub from: NodeId,
+    /// Its correlation id.
+    pub id: CorrelationId,
+    /// Give up then (REQUEST_TIMED_OUT).
+    pub deadline: Instant,
+    /// Partitions.
+    pub partitions: Vec<ProduceWait>,
+    /// Response shape.
+    pub reply: ProduceReply,
+}
+
+/// A fetch waiting for data (long poll).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DelayedFetch {
+    /// Requester.
+    pub from: NodeId,
+    /// Its correlation id.
+    pub id: CorrelationId,
+    /// Respond (possibly empty) then.
+    pub deadline: Instant,
+    /// Follower identity, if a follower fetch.
+    pub replica: Option<(BrokerId, i64)>,
+    /// Respond once this many bytes are available.
+    pub min_bytes: usize,
+    /// Response bound.
+    pub max_bytes: usize,
+    /// Read bound.
+    pub isolation: FetchIsolation,
+    /// Partitions.
+    pub partitions: Vec<FetchPartition>,
+}
+
+/// A parked operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Delayed {
+    /// Waiting for the HW.
+    Produce(DelayedProduce),
+    /// Waiting for data.
+    Fetch(DelayedFetch),
+}
+
+impl Delayed {
+    /// Its deadline.
+    #[must_use]
+    pub fn deadline(&self) -> Instant {
+        match self {
+            Delayed::Produce(p) => p.deadline,
+            Delayed::Fetch(f) => f.deadline,
+        }
+    }
+
+    /// Whether it watches `tp`.
+    #[must_use]
+    pub fn watches(&self, tp: &TopicPartition) -> bool {
+        match self {
+            Delayed::Produce(p) => p.partitions.iter().any(|w| &w.tp == tp),
+            Delayed::Fetch(f) => f.partitions.iter().any(|w| &w.tp == tp),
+        }
+    }
+}
+
+/// Parked operations by key, plus a per-partition watch list.
+#[derive(Clone, Debug, Default)]
+pub struct Purgatory {
+    next: u64,
+    ops: BTreeMap<u64, Delayed>,
+    watchers: BTreeMap<TopicPartition, Vec<u64>>,
+}
+
+impl Purgatory {
+    /// Parks an operation; returns its key (for the deadline timer).
+    pub fn park(&mut self, op: Delayed) -> u64 {
+        let key = self.next;
+        self.next += 1;
+        let tps: Vec<TopicPartition> = match &op {
+            Delayed::Produce(p) => p.partitions.iter().map(|w| w.tp.clone()).collect(),
+            Delayed::Fetch(f) => f.partitions.iter().map(|w| w.tp.clone()).collect(),
+        };
+        for tp in tps {
+            self.watchers.entry(tp).or_default().push(key);
+        }
+        self.ops.insert(key, op);
+        key
+    }
+
+    /// Keys of operations watching `tp`, oldest first.
+    #[must_use]
+    pub fn watching(&self, tp: &TopicPartition) -> Vec<u64> {
+        self.watchers
+            .get(tp)
+            .map(|v| v.iter().copied().filter(|k| self.ops.contains_key(k)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Keys of every parked operation.
+    #[must_use]
+    pub fn keys(&self) -> Vec<u64> {
+        self.ops.keys().copied().collect()
+    }
+
+    /// Borrows an operation.
+    #[must_use]
+    pub fn get(&self, key: u64) -> Option<&Delayed> {
+        self.ops.get(&key)
+    }
+
+    /// Borrows an operation mutably.
+    pub fn get_mut(&mut self, key: u64) -> Option<&mut Delayed> {
+        self.ops.get_mut(&key)
+    }
+
+    /// Removes an operation.
+    pub fn take(&mut self, key: u64) -> Option<Delayed> {
+        let op = self.ops.remove(&key)?;
+        for w in self.watchers.values_mut() {
+            w.retain(|k| *k != key);
+        }
+        self.watchers.retain(|_, v| !v.is_empty());
+        Some(op)
+    }
+
+    /// Number of parked operations.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// True when nothing is parked.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}

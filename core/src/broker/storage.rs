@@ -1,0 +1,349 @@
+//! How a broker lays its logs out on its (simulated) disk, and how it reads them back after
+//! a crash (Kafka: `LocalLog`, `LogSegment`, `LogLoader`, the checkpoint files).
+//!
+//! ```text
+//! <topic>-<partition>/00000000000000000000.log   segments, rolled at log.segment.bytes
+//! <topic>-<partition>/leader-epoch-checkpoint     "0\n<n>\n<epoch> <start offset>\n..."
+//! <topic>-<partition>/partition.metadata          "version: 0\ntopic_id: <hex>\n"
+//! <topic>-<partition>/producer-snapshot           producer state at the log start
+//! replication-offset-checkpoint                   "0\n<n>\n<topic> <partition> <hw>\n..."
+//! log-start-offset-checkpoint                     same format, log start offsets
+//! ```
+//! Appends and truncations go to the page cache; a segment is flushed when it rolls (and on
+//! `log.flush.interval.ms` if set), as Kafka does. Checkpoints are written atomically.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+
+use super::output::IoOp;
+use crate::log::epoch_cache::EpochEntry;
+use crate::record::{BatchError, RecordBatch};
+use crate::types::{Offset, TopicId, TopicPartition};
+
+/// One segment file: its base offset, size, and the end position of each batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Segment {
+    base: Offset,
+    size: u64,
+    /// `(next offset after the batch, end position)` per batch, in order.
+    index: Vec<(Offset, u64)>,
+}
+
+/// The files of one partition replica.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionFiles {
+    dir: String,
+    segments: Vec<Segment>,
+    /// Bytes appended since the last flush of the active segment.
+    dirty: bool,
+}
+
+/// Directory name of a partition (Kafka: `<topic>-<partition>`).
+#[must_use]
+pub fn partition_dir(tp: &TopicPartition) -> String {
+    format!("{}-{}", tp.topic, tp.partition)
+}
+
+/// File name of the segment starting at `base`.
+#[must_use]
+pub fn segment_file(base: Offset) -> String {
+    format!("{:020}.log", base.0)
+}
+
+/// Path of the broker's HW checkpoint.
+pub const HW_CHECKPOINT: &str = "replication-offset-checkpoint";
+/// Path of the broker's log start checkpoint.
+pub const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
+
+impl PartitionFiles {
+    /// Files for a new, empty log starting at `start`; emits the directory's metadata file.
+    pub fn create(tp: &TopicPartition, topic_id: TopicId, start: Offset, out: &mut Vec<IoOp>) -> Self {
+        let dir = partition_dir(tp);
+        out.push(IoOp::WriteAtomic {
+            path: format!("{dir}/partition.metadata"),
+            bytes: Bytes::from(format!("version: 0\ntopic_id: {topic_id}\n")),
+        });
+        Self {
+            dir,
+            segments: vec![Segment {
+                base: start,
+                size: 0,
+                index: Vec::new(),
+            }],
+            dirty: false,
+        }
+    }
+
+    fn path(&self, base: Offset) -> String {
+        format!("{}/{}", self.dir, segment_file(base))
+    }
+
+    /// Appends a batch to the active segment, rolling (and flushing the old segment) first
+    /// when the active one is full.
+    pub fn append(&mut self, batch: &RecordBatch, segment_bytes: usize, out: &mut Vec<IoOp>) {
+        let roll = self
+            .segments
+            .last()
+            .is_some_and(|s| s.size > 0 && s.size + batch.size_in_bytes() as u64 > segment_bytes as u64);
+        if roll {
+            let old = self.segments.last().expect("active segment").base;
+            out.push(IoOp::Flush { path: self.path(old) });
+            self.segments.push(Segment {
+                base: batch.base_offset(),
+                size: 0,
+                index: Vec::new(),
+            });
+        }
+        let seg = self.segments.last_mut().expect("active segment");
+        if seg.index.is_empty() && seg.size == 0 {
+            // an empty segment's file is created by its first append, named after that batch
+            seg.base = batch.base_offset();
+        }
+        seg.size += batch.size_in_bytes() as u64;
+        seg.index.push((batch.next_offset(), seg.size));
+        let path = format!("{}/{}", self.dir, segment_file(seg.base));
+        out.push(IoOp::Append {
+            path,
+            bytes: batch.bytes().clone(),
+        });
+        self.dirty = true;
+    }
+
+    /// Mirrors `PartitionLog::truncate_to(to)` on disk: batches whose next offset is above
+    /// `to` are cut (whole batches, as Kafka's `LogSegment.truncateTo`).
+    pub fn truncate_to(&mut self, to: Offset, out: &mut Vec<IoOp>) {
+        while self.segments.len() > 1
+            && self.segments.last().is_some_and(|s| s.index.first().is_none_or(|(next, _)| *next > to))
+        {
+            let s = self.segments.pop().expect("segment");
+            out.push(IoOp::Delete { path: self.path(s.base) });
+        }
+        let dir = self.dir.clone();
+        let seg = self.segments.last_mut().expect("one segment always exists");
+        let keep = seg.index.iter().take_while(|(next, _)| *next <= to).count();
+        let new_size = if keep == 0 { 0 } else { seg.index[keep - 1].1 };
+        if new_size < seg.size {
+            seg.index.truncate(keep);
+            seg.size = new_size;
+            out.push(IoOp::Truncate {
+                path: format!("{dir}/{}", segment_file(seg.base)),
+                len: new_size,
+            });
+        }
+    }
+
+    /// Mirrors `truncate_fully_and_start_at(start)`: every segment is deleted and a new empty
+    /// one starts at `start`.
+    pub fn truncate_fully(&mut self, start: Offset, out: &mut Vec<IoOp>) {
+        for s in &self.segments {
+            out.push(IoOp::Delete { path: self.path(s.base) });
+        }
+        self.segments = vec![Segment {
+            base: start,
+            size: 0,
+            index: Vec::new(),
+        }];
+        self.dirty = false;
+    }
+
+    /// Deletes segments wholly below `log_start` (Kafka deletes whole segments; the active
+    /// segment always stays).
+    pub fn delete_below(&mut self, log_start: Offset, out: &mut Vec<IoOp>) {
+        while self.segments.len() > 1 && self.segments[1].base <= log_start {
+            let s = self.segments.remove(0);
+            out.push(IoOp::Delete { path: self.path(s.base) });
+        }
+    }
+
+    /// fsync of the active segment if it has unflushed appends.
+    pub fn flush(&mut self, out: &mut Vec<IoOp>) {
+        if self.dirty {
+            let base = self.segments.last().expect("active segment").base;
+            out.push(IoOp::Flush { path: self.path(base) });
+            self.dirty = false;
+        }
+    }
+
+    /// Deletes every file of the partition.
+    pub fn delete_all(&self, out: &mut Vec<IoOp>) {
+        for s in &self.segments {
+            out.push(IoOp::Delete { path: self.path(s.base) });
+        }
+        for f in ["leader-epoch-checkpoint", "partition.metadata", "producer-snapshot"] {
+            out.push(IoOp::Delete {
+                path: format!("{}/{f}", self.dir),
+            });
+        }
+    }
+
+    /// Writes the leader epoch checkpoint (Kafka: `LeaderEpochCheckpointFile`).
+    pub fn write_epoch_checkpoint(&self, entries: &[EpochEntry], out: &mut Vec<IoOp>) {
+        let mut s = format!("0\n{}\n", entries.len());
+        for e in entries {
+            s.push_str(&format!("{} {}\n", e.epoch.0, e.start_offset.0));
+        }
+        out.push(IoOp::WriteAtomic {
+            path: format!("{}/leader-epoch-checkpoint", self.dir),
+            bytes: Bytes::from(s),
+        });
+    }
+
+    /// Writes the producer snapshot at the log start.
+    pub fn write_producer_snapshot(&self, bytes: Bytes, out: &mut Vec<IoOp>) {
+        out.push(IoOp::WriteAtomic {
+            path: format!("{}/producer-snapshot", self.dir),
+            bytes,
+        });
+    }
+}
+
+/// Encodes an offset checkpoint (`replication-offset-checkpoint` format).
+#[must_use]
+pub fn encode_offset_checkpoint(entries: &BTreeMap<TopicPartition, Offset>) -> Bytes {
+    let mut s = format!("0\n{}\n", entries.len());
+    for (tp, o) in entries {
+        s.push_str(&format!("{} {} {}\n", tp.topic, tp.partition, o.0));
+    }
+    Bytes::from(s)
+}
+
+/// Decodes an offset checkpoint; malformed lines are skipped (Kafka would fail the log dir;
+/// the model prefers recovering with HW = log start, which is always safe).
+#[must_use]
+pub fn decode_offset_checkpoint(bytes: &[u8]) -> BTreeMap<TopicPartition, Offset> {
+    let mut out = BTreeMap::new();
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return out;
+    };
+    for line in text.lines().skip(2) {
+        let mut it = line.split_whitespace();
+        if let (Some(t), Some(p), Some(o)) = (it.next(), it.next(), it.next())
+            && let (Ok(p), Ok(o)) = (p.parse::<i32>(), o.parse::<i64>())
+        {
+            out.insert(TopicPartition::new(t, p), Offset(o));
+        }
+    }
+    out
+}
+
+/// A partition's files as found on disk after a restart.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveredPartition {
+    /// Topic id from `partition.metadata`.
+    pub topic_id: Option<TopicId>,
+    /// Segments by base offset.
+    pub segments: BTreeMap<Offset, Bytes>,
+    /// The producer snapshot, if written.
+    pub producer_snapshot: Option<Bytes>,
+}
+
+/// What recovery found in one partition directory, after validating batches.
+#[derive(Clone, Debug)]
+pub struct LoadedSegments {
+    /// The valid batches, in order.
+    pub batches: Vec<RecordBatch>,
+    /// Files rebuilt to match (sizes and indexes).
+    pub files: PartitionFiles,
+    /// Bytes cut from a torn or corrupt tail (and later segments).
+    pub truncated_bytes: u64,
+    /// The error that ended the valid prefix, if any.
+    pub error: Option<BatchError>,
+}
+
+/// Groups a disk image (path → bytes) by partition directory.
+#[must_use]
+pub fn group_by_partition(files: &BTreeMap<String, Bytes>) -> BTreeMap<TopicPartition, RecoveredPartition> {
+    let mut out: BTreeMap<TopicPartition, RecoveredPartition> = BTreeMap::new();
+    for (path, bytes) in files {
+        let Some((dir, file)) = path.split_once('/') else {
+            continue;
+        };
+        let Some((topic, part)) = dir.rsplit_once('-') else {
+            continue;
+        };
+        let Ok(partition) = part.parse::<i32>() else {
+            continue;
+        };
+        let entry = out.entry(TopicPartition::new(topic, partition)).or_default();
+        if let Some(base) = file.strip_suffix(".log").and_then(|b| b.parse::<i64>().ok()) {
+            entry.segments.insert(Offset(base), bytes.clone());
+        } else if file == "producer-snapshot" {
+            entry.producer_snapshot = Some(bytes.clone());
+        } else if file == "partition.metadata" {
+            entry.topic_id = std::str::from_utf8(bytes)
+                .ok()
+                .and_then(|t| t.lines().find_map(|l| l.strip_prefix("topic_id: ")))
+                .and_then(|h| u128::from_str_radix(h.trim(), 16).ok())
+                .map(TopicId);
+        }
+    }
+    out
+}
+
+/// Validates segments in order (Kafka: `LogLoader.recoverLog`): the valid prefix is kept; a
+/// torn or corrupt batch ends it, and everything after it (rest of the segment, later
+/// segments) is dropped. Emits the truncations and deletions that make the files match.
+#[must_use]
+pub fn load_segments(tp: &TopicPartition, rec: &RecoveredPartition, out: &mut Vec<IoOp>) -> LoadedSegments {
+    let dir = partition_dir(tp);
+    let mut batches = Vec::new();
+    let mut segments = Vec::new();
+    let mut truncated_bytes = 0u64;
+    let mut error = None;
+    for (base, bytes) in &rec.segments {
+        if error.is_some() {
+            truncated_bytes += bytes.len() as u64;
+            out.push(IoOp::Delete {
+                path: format!("{dir}/{}", segment_file(*base)),
+            });
+            continue;
+        }
+        let (valid, err) = RecordBatch::decode_many(bytes.clone());
+        let mut seg = Segment {
+            base: *base,
+            size: 0,
+            index: Vec::new(),
+        };
+        for b in valid {
+            if batches.last().is_some_and(|p: &RecordBatch| b.base_offset() <= p.last_offset()) {
+                error = Some(BatchError::CorruptRecord {
+                    index: 0,
+                    reason: "offsets not increasing across batches",
+                });
+                break;
+            }
+            seg.size += b.size_in_bytes() as u64;
+            seg.index.push((b.next_offset(), seg.size));
+            batches.push(b);
+        }
+        if err.is_some() && error.is_none() {
+            error = err;
+        }
+        if seg.size < bytes.len() as u64 {
+            truncated_bytes += bytes.len() as u64 - seg.size;
+            out.push(IoOp::Truncate {
+                path: format!("{dir}/{}", segment_file(*base)),
+                len: seg.size,
+            });
+        }
+        segments.push(seg);
+    }
+    if segments.is_empty() {
+        segments.push(Segment {
+            base: Offset(0),
+            size: 0,
+            index: Vec::new(),
+        });
+    }
+    LoadedSegments {
+        batches,
+        files: PartitionFiles {
+            dir,
+            segments,
+            dirty: false,
+        },
+        truncated_bytes,
+        error,
+    }
+}
