@@ -15,6 +15,8 @@
 #![forbid(unsafe_code)]
 
 pub mod broker;
+pub mod controller;
+pub mod coordinator;
 pub mod log;
 pub mod protocol;
 pub mod record;

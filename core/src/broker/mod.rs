@@ -1,11 +1,28 @@
 //! The sans-I/O broker: fed requests, responses and time; emits sends, disk operations and
-//! events (style.md §2). Built up milestone by milestone.
+//! events (style.md §2).
+//!
+//! - [`broker`]: the node ([`Broker`]), its state and entry points.
+//! - `lifecycle`: registration, heartbeats, metadata, leader/follower transitions.
+//! - `handlers`: Produce, Fetch (leader side), ListOffsets, DeleteRecords, markers, forwarding.
+//! - [`fetcher`]: the replica fetcher (truncate-on-fetch).
+//! - [`partition`]: one replica (log + leader/follower state).
+//! - [`purgatory`]: delayed produce and fetch.
+//! - [`storage`]: segments, checkpoints, recovery.
 
+#[allow(clippy::module_inception)]
+pub mod broker;
 pub mod config;
+pub mod fetcher;
+mod handlers;
+mod lifecycle;
 pub mod metadata_image;
 pub mod output;
+pub mod partition;
+pub mod purgatory;
+pub mod storage;
 pub mod timers;
 
+pub use broker::{Broker, Lifecycle};
 pub use config::BrokerConfig;
 pub use metadata_image::MetadataImage;
 pub use output::{Event, IoOp, Message, Node, Output, TruncationCause};

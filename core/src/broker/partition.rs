@@ -63,7 +63,12 @@ pub struct Partition {
 impl Partition {
     /// A replica that has not yet applied any leadership.
     #[must_use]
-    pub fn new(tp: TopicPartition, topic_id: TopicId, log: PartitionLog, files: PartitionFiles) -> Self {
+    pub fn new(
+        tp: TopicPartition,
+        topic_id: TopicId,
+        log: PartitionLog,
+        files: PartitionFiles,
+    ) -> Self {
         Self {
             tp,
             topic_id,
@@ -184,6 +189,7 @@ impl Partition {
     /// Leader: records a follower fetch at `fetch_offset` (Kafka:
     /// `updateFollowerFetchState`). Returns an ISR to propose when the follower qualifies for
     /// expansion.
+    #[allow(clippy::too_many_arguments)] // Kafka's updateFollowerFetchState takes the same set
     pub fn update_follower_fetch_state(
         &mut self,
         follower: BrokerId,
@@ -201,7 +207,14 @@ impl Partition {
         };
         let st = l.followers.get_mut(&follower)?;
         if st
-            .update_fetch_state(fetch_offset, follower_log_start, now_ms, leo, broker_epoch, cached_broker_epoch)
+            .update_fetch_state(
+                fetch_offset,
+                follower_log_start,
+                now_ms,
+                leo,
+                broker_epoch,
+                cached_broker_epoch,
+            )
             .is_err()
         {
             return None;
@@ -242,7 +255,12 @@ impl Partition {
     }
 
     /// Leader: followers to drop from the ISR, as a proposed ISR (Kafka: `maybeShrinkIsr`).
-    pub fn maybe_shrink_isr(&mut self, me: BrokerId, now_ms: i64, lag_ms: i64) -> Option<BTreeSet<BrokerId>> {
+    pub fn maybe_shrink_isr(
+        &mut self,
+        me: BrokerId,
+        now_ms: i64,
+        lag_ms: i64,
+    ) -> Option<BTreeSet<BrokerId>> {
         let leo = self.log.log_end_offset();
         let Role::Leader(l) = &mut self.role else {
             return None;

@@ -125,7 +125,12 @@ impl Purgatory {
     pub fn watching(&self, tp: &TopicPartition) -> Vec<u64> {
         self.watchers
             .get(tp)
-            .map(|v| v.iter().copied().filter(|k| self.ops.contains_key(k)).collect())
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|k| self.ops.contains_key(k))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

@@ -58,7 +58,12 @@ pub const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
 
 impl PartitionFiles {
     /// Files for a new, empty log starting at `start`; emits the directory's metadata file.
-    pub fn create(tp: &TopicPartition, topic_id: TopicId, start: Offset, out: &mut Vec<IoOp>) -> Self {
+    pub fn create(
+        tp: &TopicPartition,
+        topic_id: TopicId,
+        start: Offset,
+        out: &mut Vec<IoOp>,
+    ) -> Self {
         let dir = partition_dir(tp);
         out.push(IoOp::WriteAtomic {
             path: format!("{dir}/partition.metadata"),
@@ -82,13 +87,14 @@ impl PartitionFiles {
     /// Appends a batch to the active segment, rolling (and flushing the old segment) first
     /// when the active one is full.
     pub fn append(&mut self, batch: &RecordBatch, segment_bytes: usize, out: &mut Vec<IoOp>) {
-        let roll = self
-            .segments
-            .last()
-            .is_some_and(|s| s.size > 0 && s.size + batch.size_in_bytes() as u64 > segment_bytes as u64);
+        let roll = self.segments.last().is_some_and(|s| {
+            s.size > 0 && s.size + batch.size_in_bytes() as u64 > segment_bytes as u64
+        });
         if roll {
             let old = self.segments.last().expect("active segment").base;
-            out.push(IoOp::Flush { path: self.path(old) });
+            out.push(IoOp::Flush {
+                path: self.path(old),
+            });
             self.segments.push(Segment {
                 base: batch.base_offset(),
                 size: 0,
@@ -114,10 +120,15 @@ impl PartitionFiles {
     /// `to` are cut (whole batches, as Kafka's `LogSegment.truncateTo`).
     pub fn truncate_to(&mut self, to: Offset, out: &mut Vec<IoOp>) {
         while self.segments.len() > 1
-            && self.segments.last().is_some_and(|s| s.index.first().is_none_or(|(next, _)| *next > to))
+            && self
+                .segments
+                .last()
+                .is_some_and(|s| s.index.first().is_none_or(|(next, _)| *next > to))
         {
             let s = self.segments.pop().expect("segment");
-            out.push(IoOp::Delete { path: self.path(s.base) });
+            out.push(IoOp::Delete {
+                path: self.path(s.base),
+            });
         }
         let dir = self.dir.clone();
         let seg = self.segments.last_mut().expect("one segment always exists");
@@ -137,7 +148,9 @@ impl PartitionFiles {
     /// one starts at `start`.
     pub fn truncate_fully(&mut self, start: Offset, out: &mut Vec<IoOp>) {
         for s in &self.segments {
-            out.push(IoOp::Delete { path: self.path(s.base) });
+            out.push(IoOp::Delete {
+                path: self.path(s.base),
+            });
         }
         self.segments = vec![Segment {
             base: start,
@@ -152,7 +165,9 @@ impl PartitionFiles {
     pub fn delete_below(&mut self, log_start: Offset, out: &mut Vec<IoOp>) {
         while self.segments.len() > 1 && self.segments[1].base <= log_start {
             let s = self.segments.remove(0);
-            out.push(IoOp::Delete { path: self.path(s.base) });
+            out.push(IoOp::Delete {
+                path: self.path(s.base),
+            });
         }
     }
 
@@ -160,7 +175,9 @@ impl PartitionFiles {
     pub fn flush(&mut self, out: &mut Vec<IoOp>) {
         if self.dirty {
             let base = self.segments.last().expect("active segment").base;
-            out.push(IoOp::Flush { path: self.path(base) });
+            out.push(IoOp::Flush {
+                path: self.path(base),
+            });
             self.dirty = false;
         }
     }
@@ -168,9 +185,15 @@ impl PartitionFiles {
     /// Deletes every file of the partition.
     pub fn delete_all(&self, out: &mut Vec<IoOp>) {
         for s in &self.segments {
-            out.push(IoOp::Delete { path: self.path(s.base) });
+            out.push(IoOp::Delete {
+                path: self.path(s.base),
+            });
         }
-        for f in ["leader-epoch-checkpoint", "partition.metadata", "producer-snapshot"] {
+        for f in [
+            "leader-epoch-checkpoint",
+            "partition.metadata",
+            "producer-snapshot",
+        ] {
             out.push(IoOp::Delete {
                 path: format!("{}/{f}", self.dir),
             });
@@ -253,7 +276,9 @@ pub struct LoadedSegments {
 
 /// Groups a disk image (path → bytes) by partition directory.
 #[must_use]
-pub fn group_by_partition(files: &BTreeMap<String, Bytes>) -> BTreeMap<TopicPartition, RecoveredPartition> {
+pub fn group_by_partition(
+    files: &BTreeMap<String, Bytes>,
+) -> BTreeMap<TopicPartition, RecoveredPartition> {
     let mut out: BTreeMap<TopicPartition, RecoveredPartition> = BTreeMap::new();
     for (path, bytes) in files {
         let Some((dir, file)) = path.split_once('/') else {
@@ -265,8 +290,13 @@ pub fn group_by_partition(files: &BTreeMap<String, Bytes>) -> BTreeMap<TopicPart
         let Ok(partition) = part.parse::<i32>() else {
             continue;
         };
-        let entry = out.entry(TopicPartition::new(topic, partition)).or_default();
-        if let Some(base) = file.strip_suffix(".log").and_then(|b| b.parse::<i64>().ok()) {
+        let entry = out
+            .entry(TopicPartition::new(topic, partition))
+            .or_default();
+        if let Some(base) = file
+            .strip_suffix(".log")
+            .and_then(|b| b.parse::<i64>().ok())
+        {
             entry.segments.insert(Offset(base), bytes.clone());
         } else if file == "producer-snapshot" {
             entry.producer_snapshot = Some(bytes.clone());
@@ -285,7 +315,11 @@ pub fn group_by_partition(files: &BTreeMap<String, Bytes>) -> BTreeMap<TopicPart
 /// torn or corrupt batch ends it, and everything after it (rest of the segment, later
 /// segments) is dropped. Emits the truncations and deletions that make the files match.
 #[must_use]
-pub fn load_segments(tp: &TopicPartition, rec: &RecoveredPartition, out: &mut Vec<IoOp>) -> LoadedSegments {
+pub fn load_segments(
+    tp: &TopicPartition,
+    rec: &RecoveredPartition,
+    out: &mut Vec<IoOp>,
+) -> LoadedSegments {
     let dir = partition_dir(tp);
     let mut batches = Vec::new();
     let mut segments = Vec::new();
@@ -306,7 +340,10 @@ pub fn load_segments(tp: &TopicPartition, rec: &RecoveredPartition, out: &mut Ve
             index: Vec::new(),
         };
         for b in valid {
-            if batches.last().is_some_and(|p: &RecordBatch| b.base_offset() <= p.last_offset()) {
+            if batches
+                .last()
+                .is_some_and(|p: &RecordBatch| b.base_offset() <= p.last_offset())
+            {
                 error = Some(BatchError::CorruptRecord {
                     index: 0,
                     reason: "offsets not increasing across batches",

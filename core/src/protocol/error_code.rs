@@ -45,6 +45,8 @@ pub enum ErrorCode {
     InvalidPartitions = 37,
     /// Invalid replication factor.
     InvalidReplicationFactor = 38,
+    /// The transaction timeout is out of range.
+    InvalidTransactionTimeout = 50,
     /// The transaction coordinator is fenced.
     TransactionCoordinatorFenced = 52,
     /// The producer was fenced by a newer instance.
@@ -83,6 +85,8 @@ pub enum ErrorCode {
     GroupIdNotFound = 69,
     /// The broker epoch is older than the registration.
     StaleBrokerEpoch = 77,
+    /// Another incarnation of the broker id still holds a live session (KRaft).
+    DuplicateBrokerRegistration = 101,
     /// The preferred leader is not available.
     PreferredLeaderNotAvailable = 80,
     /// No eligible leader for the election type.
@@ -163,6 +167,7 @@ impl ErrorCode {
             TopicAlreadyExists => "TOPIC_ALREADY_EXISTS",
             InvalidPartitions => "INVALID_PARTITIONS",
             InvalidReplicationFactor => "INVALID_REPLICATION_FACTOR",
+            InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
             TransactionCoordinatorFenced => "TRANSACTION_COORDINATOR_FENCED",
             ProducerFenced => "PRODUCER_FENCED",
             FencedLeaderEpoch => "FENCED_LEADER_EPOCH",
@@ -182,6 +187,7 @@ impl ErrorCode {
             UnknownProducerId => "UNKNOWN_PRODUCER_ID",
             GroupIdNotFound => "GROUP_ID_NOT_FOUND",
             StaleBrokerEpoch => "STALE_BROKER_EPOCH",
+            DuplicateBrokerRegistration => "DUPLICATE_BROKER_REGISTRATION",
             PreferredLeaderNotAvailable => "PREFERRED_LEADER_NOT_AVAILABLE",
             EligibleLeadersNotAvailable => "ELIGIBLE_LEADERS_NOT_AVAILABLE",
             ElectionNotNeeded => "ELECTION_NOT_NEEDED",

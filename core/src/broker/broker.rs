@@ -1,0 +1,292 @@
+//! [`Broker`]: one Kafka broker as a sans-I/O state machine (style.md §2). It registers with
+//! its controller, replicates the metadata log, leads and follows partitions, serves
+//! Produce/Fetch/ListOffsets/DeleteRecords/WriteTxnMarkers, forwards admin requests to the
+//! controller, and writes its logs and checkpoints through [`IoOp`]s.
+//!
+//! The handlers live in sibling files (`lifecycle.rs`, `handlers.rs`, `fetcher.rs`); this file
+//! holds the state, the [`Node`] entry points and the shared helpers.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use bytes::Bytes;
+
+use super::config::BrokerConfig;
+use super::fetcher::Fetcher;
+use super::metadata_image::MetadataImage;
+use super::output::{Event, IoOp, Message, Node, Output};
+use super::partition::Partition;
+use super::purgatory::Purgatory;
+use super::storage::{self, LoadedSegments};
+use super::timers::{TimerId, Timers};
+use crate::protocol::{ClusterIdx, CorrelationId, NodeId, Request, Response};
+use crate::time::Instant;
+use crate::types::{BrokerId, Offset, TopicPartition};
+
+/// Where the broker is in its life.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Lifecycle {
+    /// Not yet registered with the controller.
+    Starting,
+    /// Registered (the controller may still fence it until it catches up).
+    Registered,
+    /// Stopped for good (disk failure).
+    Halted,
+}
+
+/// What one of our outstanding requests was for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Pending {
+    Register,
+    Heartbeat,
+    FetchMetadata,
+    AlterPartition(TopicPartition),
+    Fetch {
+        leader: BrokerId,
+        /// `(partition, fetch offset, current leader epoch)` as sent.
+        sent: Vec<(TopicPartition, Offset, crate::types::LeaderEpoch)>,
+    },
+    ResetOffset {
+        leader: BrokerId,
+        tp: TopicPartition,
+    },
+    /// An admin request relayed to the controller for `client`.
+    Forward {
+        client: NodeId,
+        client_id: CorrelationId,
+    },
+}
+
+/// One broker.
+#[derive(Debug)]
+pub struct Broker {
+    pub(super) config: BrokerConfig,
+    pub(super) me: NodeId,
+    pub(super) incarnation: u64,
+    pub(super) lifecycle: Lifecycle,
+    pub(super) broker_epoch: i64,
+    pub(super) image: MetadataImage,
+    pub(super) fetch_metadata_in_flight: bool,
+    pub(super) partitions: BTreeMap<TopicPartition, Partition>,
+    /// Logs found on disk at start-up, waiting for metadata to say they are ours.
+    pub(super) recovered:
+        BTreeMap<TopicPartition, (LoadedSegments, Option<crate::types::TopicId>, Option<Bytes>)>,
+    pub(super) hw_checkpoint: BTreeMap<TopicPartition, Offset>,
+    pub(super) log_start_checkpoint: BTreeMap<TopicPartition, Offset>,
+    pub(super) fetchers: BTreeMap<BrokerId, Fetcher>,
+    pub(super) pending: BTreeMap<CorrelationId, Pending>,
+    pub(super) next_correlation: CorrelationId,
+    pub(super) purgatory: Purgatory,
+    pub(super) timers: Timers,
+    pub(super) outputs: VecDeque<Output>,
+    pub(super) now: Instant,
+}
+
+impl Broker {
+    /// Starts a broker process over the files that survived on its disk (`disk_image`:
+    /// path → bytes). Torn tails are cut now; logs are rebuilt when metadata names them.
+    #[must_use]
+    pub fn new(
+        config: BrokerConfig,
+        incarnation: u64,
+        disk_image: BTreeMap<String, Bytes>,
+    ) -> Self {
+        let me = NodeId::broker(config.cluster, config.broker_id);
+        let mut b = Self {
+            me,
+            incarnation,
+            lifecycle: Lifecycle::Starting,
+            broker_epoch: -1,
+            image: MetadataImage::new(),
+            fetch_metadata_in_flight: false,
+            partitions: BTreeMap::new(),
+            recovered: BTreeMap::new(),
+            hw_checkpoint: disk_image
+                .get(storage::HW_CHECKPOINT)
+                .map(|b| storage::decode_offset_checkpoint(b))
+                .unwrap_or_default(),
+            log_start_checkpoint: disk_image
+                .get(storage::LOG_START_CHECKPOINT)
+                .map(|b| storage::decode_offset_checkpoint(b))
+                .unwrap_or_default(),
+            fetchers: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            next_correlation: 1,
+            purgatory: Purgatory::default(),
+            timers: Timers::default(),
+            outputs: VecDeque::new(),
+            now: Instant::ZERO,
+            config,
+        };
+        let mut io = Vec::new();
+        for (tp, rec) in storage::group_by_partition(&disk_image) {
+            let loaded = storage::load_segments(&tp, &rec, &mut io);
+            b.recovered
+                .insert(tp, (loaded, rec.topic_id, rec.producer_snapshot));
+        }
+        for op in io {
+            b.outputs.push_back(Output::Io(op));
+        }
+        b.timers.set(TimerId::ControllerRetry, Instant::ZERO);
+        b
+    }
+
+    // ------------------------------------------------------------------ read-only getters
+
+    /// This broker's address.
+    #[must_use]
+    pub fn node_id(&self) -> NodeId {
+        self.me
+    }
+
+    /// This broker's id.
+    #[must_use]
+    pub fn broker_id(&self) -> BrokerId {
+        self.config.broker_id
+    }
+
+    /// The cluster it belongs to.
+    #[must_use]
+    pub fn cluster(&self) -> ClusterIdx {
+        self.config.cluster
+    }
+
+    /// Its configuration.
+    #[must_use]
+    pub fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
+    /// Where it is in its life.
+    #[must_use]
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle
+    }
+
+    /// The broker epoch of the current registration (-1 before registering).
+    #[must_use]
+    pub fn broker_epoch(&self) -> i64 {
+        self.broker_epoch
+    }
+
+    /// The applied metadata.
+    #[must_use]
+    pub fn image(&self) -> &MetadataImage {
+        &self.image
+    }
+
+    /// A hosted partition replica.
+    #[must_use]
+    pub fn partition(&self, tp: &TopicPartition) -> Option<&Partition> {
+        self.partitions.get(tp)
+    }
+
+    /// All hosted partition replicas.
+    pub fn partitions(&self) -> impl Iterator<Item = (&TopicPartition, &Partition)> {
+        self.partitions.iter()
+    }
+
+    /// Parked operations (for tests and traces).
+    #[must_use]
+    pub fn purgatory_len(&self) -> usize {
+        self.purgatory.len()
+    }
+
+    // ------------------------------------------------------------------ output helpers
+
+    pub(super) fn controller(&self) -> NodeId {
+        NodeId::controller(self.config.cluster)
+    }
+
+    pub(super) fn broker_node(&self, id: BrokerId) -> NodeId {
+        NodeId::broker(self.config.cluster, id)
+    }
+
+    pub(super) fn emit(&mut self, e: Event) {
+        self.outputs.push_back(Output::Event(e));
+    }
+
+    pub(super) fn emit_all(&mut self, events: Vec<Event>) {
+        for e in events {
+            self.emit(e);
+        }
+    }
+
+    pub(super) fn io(&mut self, ops: Vec<IoOp>) {
+        for op in ops {
+            self.outputs.push_back(Output::Io(op));
+        }
+    }
+
+    pub(super) fn respond(&mut self, to: NodeId, id: CorrelationId, resp: Response) {
+        self.outputs.push_back(Output::Send {
+            to,
+            id,
+            message: Message::Response(resp),
+        });
+    }
+
+    /// Sends a request and remembers what it was for; it times out after
+    /// `request.timeout.ms` (plus `extra_ms` for long polls).
+    pub(super) fn send_request(
+        &mut self,
+        to: NodeId,
+        req: Request,
+        pending: Pending,
+        extra_ms: i64,
+    ) -> CorrelationId {
+        let id = self.next_correlation;
+        self.next_correlation += 1;
+        self.pending.insert(id, pending);
+        self.timers.set(
+            TimerId::RequestTimeout(id),
+            self.now
+                .plus_millis(self.config.request_timeout_ms + extra_ms),
+        );
+        self.outputs.push_back(Output::Send {
+            to,
+            id,
+            message: Message::Request(req),
+        });
+        id
+    }
+}
+
+impl Node for Broker {
+    fn handle_message(&mut self, now: Instant, from: NodeId, id: CorrelationId, message: Message) {
+        self.now = self.now.max(now);
+        if self.lifecycle == Lifecycle::Halted {
+            return;
+        }
+        match message {
+            Message::Request(req) => self.handle_request(from, id, req),
+            Message::Response(resp) => {
+                let Some(p) = self.pending.remove(&id) else {
+                    return; // late response to a timed-out request
+                };
+                self.timers.cancel(&TimerId::RequestTimeout(id));
+                self.handle_response(p, resp);
+            }
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        if self.lifecycle == Lifecycle::Halted {
+            return;
+        }
+        for t in self.timers.expire(now) {
+            self.on_timer(t);
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        if self.lifecycle == Lifecycle::Halted {
+            return None;
+        }
+        self.timers.next_deadline()
+    }
+}

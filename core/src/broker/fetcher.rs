@@ -1,0 +1,498 @@
+//! The replica fetcher (Kafka: `ReplicaFetcherThread` / `AbstractFetcherThread`): one fetch
+//! session per leader broker, truncate-on-fetch with `LastFetchedEpoch` (KIP-595 / IBP 2.7+),
+//! OFFSET_OUT_OF_RANGE handling through ListOffsets, back-off on errors.
+
+use std::collections::BTreeMap;
+
+use super::broker::{Broker, Pending};
+use super::output::{Event, TruncationCause};
+use super::timers::TimerId;
+use crate::protocol::messages::{FetchPartition, FetchPartitionResponse, OffsetSpec};
+use crate::protocol::{ErrorCode, Request};
+use crate::replication::fetch_follower::{
+    FetchErrorAction, FollowerFetchState, OutOfRangeAction, classify_fetch_error,
+    reset_offset_after_out_of_range, truncation_offset,
+};
+use crate::replication::fetch_leader::FetchIsolation;
+use crate::time::Instant;
+use crate::types::{BrokerId, LeaderEpoch, Offset, TopicPartition};
+
+/// A partition's fetch state inside a fetcher.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchPart {
+    /// Truncating or fetching, with the offset and last fetched epoch.
+    pub state: FollowerFetchState,
+    /// The leader epoch this replica follows (sent as `currentLeaderEpoch`).
+    pub current_leader_epoch: LeaderEpoch,
+    /// Not fetched before this time (error back-off).
+    pub delayed_until: Option<Instant>,
+    /// Waiting for a ListOffsets answer after OFFSET_OUT_OF_RANGE.
+    pub resetting: bool,
+}
+
+impl FetchPart {
+    /// A part starting in `state`.
+    #[must_use]
+    pub fn new(state: FollowerFetchState, current_leader_epoch: LeaderEpoch) -> Self {
+        Self {
+            state,
+            current_leader_epoch,
+            delayed_until: None,
+            resetting: false,
+        }
+    }
+}
+
+/// The fetch session with one leader.
+#[derive(Clone, Debug, Default)]
+pub struct Fetcher {
+    /// Partitions fetched from this leader.
+    pub partitions: BTreeMap<TopicPartition, FetchPart>,
+    /// The outstanding fetch, if any.
+    pub in_flight: bool,
+}
+
+impl Broker {
+    pub(super) fn add_to_fetcher(&mut self, leader: BrokerId, tp: TopicPartition, part: FetchPart) {
+        self.fetchers
+            .entry(leader)
+            .or_default()
+            .partitions
+            .insert(tp, part);
+        self.maybe_send_fetch(leader);
+    }
+
+    pub(super) fn remove_from_fetchers(&mut self, tp: &TopicPartition) {
+        for f in self.fetchers.values_mut() {
+            f.partitions.remove(tp);
+        }
+    }
+
+    /// The fetcher states (for checkers and tests).
+    #[must_use]
+    pub fn fetch_state(&self, tp: &TopicPartition) -> Option<(BrokerId, &FetchPart)> {
+        self.fetchers
+            .iter()
+            .find_map(|(l, f)| f.partitions.get(tp).map(|p| (*l, p)))
+    }
+
+    /// Sends the next fetch to `leader` if none is outstanding and a partition is ready.
+    pub(super) fn maybe_send_fetch(&mut self, leader: BrokerId) {
+        let now = self.now;
+        let Some(f) = self.fetchers.get_mut(&leader) else {
+            return;
+        };
+        if f.in_flight {
+            return;
+        }
+        // Partitions still in Truncating (no epoch information) truncate to the HW first.
+        let truncating: Vec<TopicPartition> = f
+            .partitions
+            .iter()
+            .filter(|(_, p)| matches!(p.state, FollowerFetchState::Truncating { .. }))
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        for tp in truncating {
+            self.truncate_to_high_watermark(leader, &tp);
+        }
+        let Some(f) = self.fetchers.get_mut(&leader) else {
+            return;
+        };
+        let mut sent = Vec::new();
+        let mut req_parts = Vec::new();
+        let mut next_wake: Option<Instant> = None;
+        for (tp, part) in &f.partitions {
+            if part.resetting {
+                continue;
+            }
+            if let Some(d) = part.delayed_until
+                && d > now
+            {
+                next_wake = Some(next_wake.map_or(d, |w| w.min(d)));
+                continue;
+            }
+            let FollowerFetchState::Fetching {
+                fetch_offset,
+                last_fetched_epoch,
+            } = part.state
+            else {
+                continue;
+            };
+            let log_start = self
+                .partitions
+                .get(tp)
+                .map_or(Offset(0), |p| p.log.log_start_offset());
+            sent.push((tp.clone(), fetch_offset, part.current_leader_epoch));
+            req_parts.push(FetchPartition {
+                tp: tp.clone(),
+                fetch_offset,
+                current_leader_epoch: Some(part.current_leader_epoch),
+                last_fetched_epoch,
+                log_start_offset: log_start,
+            });
+        }
+        if let Some(w) = next_wake {
+            self.timers.set_if_earlier(TimerId::FetchBackoff(leader), w);
+        }
+        if req_parts.is_empty() {
+            return;
+        }
+        f.in_flight = true;
+        let req = Request::Fetch {
+            replica: Some((self.config.broker_id, self.broker_epoch)),
+            max_wait_ms: self.config.replica_fetch_wait_max_ms,
+            min_bytes: 1,
+            max_bytes: self.config.replica_fetch_max_bytes,
+            isolation: FetchIsolation::LogEnd,
+            partitions: req_parts,
+        };
+        let to = self.broker_node(leader);
+        let wait = self.config.replica_fetch_wait_max_ms;
+        self.send_request(to, req, Pending::Fetch { leader, sent }, wait);
+    }
+
+    fn truncate_to_high_watermark(&mut self, leader: BrokerId, tp: &TopicPartition) {
+        let Some(p) = self.partitions.get_mut(tp) else {
+            return;
+        };
+        let hw = p.log.high_watermark();
+        self.truncate_replica(tp, hw, TruncationCause::HighWatermark);
+        let p = &self.partitions[tp];
+        let state = FollowerFetchState::Fetching {
+            fetch_offset: p.log.log_end_offset(),
+            last_fetched_epoch: p.log.latest_epoch(),
+        };
+        if let Some(part) = self
+            .fetchers
+            .get_mut(&leader)
+            .and_then(|f| f.partitions.get_mut(tp))
+        {
+            part.state = state;
+        }
+    }
+
+    /// Truncates a replica's log and files, reporting it.
+    pub(super) fn truncate_replica(
+        &mut self,
+        tp: &TopicPartition,
+        to: Offset,
+        cause: TruncationCause,
+    ) {
+        let Some(p) = self.partitions.get_mut(tp) else {
+            return;
+        };
+        let from = p.log.log_end_offset();
+        let hw_before = p.log.high_watermark();
+        let cache_before = p.log.epoch_cache().epoch_entries().to_vec();
+        let Ok(changed) = p.log.truncate_to(to) else {
+            return;
+        };
+        let mut io = Vec::new();
+        if changed {
+            p.files.truncate_to(p.log.log_end_offset(), &mut io);
+        }
+        if p.log.epoch_cache().epoch_entries() != cache_before.as_slice() {
+            p.files
+                .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
+        }
+        let to = p.log.log_end_offset();
+        self.io(io);
+        if changed {
+            self.emit(Event::Truncated {
+                tp: tp.clone(),
+                from,
+                to,
+                high_watermark_before: hw_before,
+                cause,
+            });
+        }
+    }
+
+    /// Empties a replica's log and restarts it at `start`.
+    pub(super) fn truncate_replica_fully(
+        &mut self,
+        tp: &TopicPartition,
+        start: Offset,
+        cause: TruncationCause,
+    ) {
+        let Some(p) = self.partitions.get_mut(tp) else {
+            return;
+        };
+        let from = p.log.log_end_offset();
+        p.log.truncate_fully_and_start_at(start, None);
+        let mut io = Vec::new();
+        p.files.truncate_fully(start, &mut io);
+        p.files.write_epoch_checkpoint(&[], &mut io);
+        p.files.write_producer_snapshot(
+            crate::log::producer_snapshot::encode(p.log.producer_state_base()),
+            &mut io,
+        );
+        self.io(io);
+        self.emit(Event::TruncatedFully {
+            tp: tp.clone(),
+            from,
+            start,
+            cause,
+        });
+    }
+
+    pub(super) fn on_fetch_response(
+        &mut self,
+        leader: BrokerId,
+        sent: Vec<(TopicPartition, Offset, LeaderEpoch)>,
+        error: ErrorCode,
+        partitions: Vec<FetchPartitionResponse>,
+    ) {
+        if let Some(f) = self.fetchers.get_mut(&leader) {
+            f.in_flight = false;
+        }
+        if !error.is_ok() {
+            self.on_fetch_failed(leader);
+            return;
+        }
+        let sent: BTreeMap<TopicPartition, (Offset, LeaderEpoch)> =
+            sent.into_iter().map(|(tp, o, e)| (tp, (o, e))).collect();
+        for resp in partitions {
+            let Some(&(req_offset, req_epoch)) = sent.get(&resp.tp) else {
+                continue;
+            };
+            self.on_fetch_partition(leader, req_offset, req_epoch, resp);
+        }
+        self.maybe_send_fetch(leader);
+    }
+
+    fn part(&self, leader: BrokerId, tp: &TopicPartition) -> Option<&FetchPart> {
+        self.fetchers
+            .get(&leader)
+            .and_then(|f| f.partitions.get(tp))
+    }
+
+    fn part_mut(&mut self, leader: BrokerId, tp: &TopicPartition) -> Option<&mut FetchPart> {
+        self.fetchers
+            .get_mut(&leader)
+            .and_then(|f| f.partitions.get_mut(tp))
+    }
+
+    fn on_fetch_partition(
+        &mut self,
+        leader: BrokerId,
+        req_offset: Offset,
+        req_epoch: LeaderEpoch,
+        resp: FetchPartitionResponse,
+    ) {
+        let tp = resp.tp.clone();
+        // Kafka: a response for a stale request (fetch offset or epoch moved) is ignored.
+        let Some(part) = self.part(leader, &tp) else {
+            return;
+        };
+        if part.state.fetch_offset() != req_offset || part.current_leader_epoch != req_epoch {
+            return;
+        }
+        let backoff = self.now.plus_millis(self.config.replica_fetch_backoff_ms);
+        match classify_fetch_error(resp.error, req_epoch, part.current_leader_epoch) {
+            FetchErrorAction::Process => self.process_fetch_data(leader, req_epoch, resp),
+            FetchErrorAction::ResetOffset => self.start_reset(leader, &tp),
+            FetchErrorAction::RemoveAndMarkFailed => {
+                // Fenced in our own epoch: wait for new metadata.
+                if let Some(f) = self.fetchers.get_mut(&leader) {
+                    f.partitions.remove(&tp);
+                }
+            }
+            FetchErrorAction::BackoffAndRetry => {
+                if let Some(p) = self.part_mut(leader, &tp) {
+                    p.delayed_until = Some(backoff);
+                }
+                self.timers
+                    .set_if_earlier(TimerId::FetchBackoff(leader), backoff);
+            }
+        }
+    }
+
+    fn process_fetch_data(
+        &mut self,
+        leader: BrokerId,
+        req_epoch: LeaderEpoch,
+        resp: FetchPartitionResponse,
+    ) {
+        let tp = resp.tp.clone();
+        if let Some(div) = resp.diverging_epoch {
+            // Kafka truncateOnFetchResponse: records, HW and log start are not applied.
+            let Some(p) = self.partitions.get(&tp) else {
+                return;
+            };
+            let fetch_offset = self
+                .part(leader, &tp)
+                .map_or(p.log.log_end_offset(), |x| x.state.fetch_offset());
+            let ts = truncation_offset(
+                div,
+                p.log.epoch_cache(),
+                p.log.log_end_offset(),
+                fetch_offset,
+            );
+            self.truncate_replica(&tp, ts.offset, TruncationCause::DivergingEpoch);
+            let p = &self.partitions[&tp];
+            let state = FollowerFetchState::Fetching {
+                fetch_offset: p.log.log_end_offset(),
+                last_fetched_epoch: p.log.latest_epoch(),
+            };
+            if let Some(part) = self.part_mut(leader, &tp) {
+                part.state = state;
+            }
+            return;
+        }
+        let segment_bytes = self.config.segment_bytes;
+        let Some(p) = self.partitions.get_mut(&tp) else {
+            return;
+        };
+        let mut io = Vec::new();
+        let mut events = Vec::new();
+        let mut failed = false;
+        for b in &resp.batches {
+            if b.last_offset() < p.log.log_end_offset() {
+                continue; // the first batch may start below our fetch offset
+            }
+            let cache_before = p.log.epoch_cache().latest_entry();
+            match p.log.append_as_follower(b, Some(req_epoch)) {
+                Ok(_) => {
+                    p.files.append(b, segment_bytes, &mut io);
+                    if p.log.epoch_cache().latest_entry() != cache_before {
+                        p.files
+                            .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
+                    }
+                    events.push(Event::Appended {
+                        tp: tp.clone(),
+                        base_offset: b.base_offset(),
+                        last_offset: b.last_offset(),
+                        epoch: b.partition_leader_epoch(),
+                        as_leader: false,
+                    });
+                }
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        let hw_before = p.log.high_watermark();
+        let new_hw = p.log.maybe_update_high_watermark(resp.high_watermark);
+        let ls_target = resp.log_start_offset.min(p.log.high_watermark());
+        let ls_moved = p
+            .log
+            .maybe_increment_log_start_offset(ls_target)
+            .unwrap_or(false);
+        let state = FollowerFetchState::Fetching {
+            fetch_offset: p.log.log_end_offset(),
+            last_fetched_epoch: p.log.latest_epoch(),
+        };
+        self.io(io);
+        self.emit_all(events);
+        if let Some(hw) = new_hw.filter(|h| *h != hw_before) {
+            self.emit(Event::HighWatermarkChanged {
+                tp: tp.clone(),
+                high_watermark: hw,
+            });
+        }
+        if ls_moved {
+            self.after_log_start_moved(&tp);
+        }
+        let backoff = self.now.plus_millis(self.config.replica_fetch_backoff_ms);
+        if let Some(part) = self.part_mut(leader, &tp) {
+            part.state = state;
+            if failed {
+                part.delayed_until = Some(backoff);
+            }
+        }
+        if failed {
+            self.timers
+                .set_if_earlier(TimerId::FetchBackoff(leader), backoff);
+        }
+    }
+
+    pub(super) fn on_fetch_failed(&mut self, leader: BrokerId) {
+        let backoff = self.now.plus_millis(self.config.replica_fetch_backoff_ms);
+        if let Some(f) = self.fetchers.get_mut(&leader) {
+            f.in_flight = false;
+            for p in f.partitions.values_mut() {
+                p.delayed_until = Some(backoff);
+            }
+        }
+        self.timers
+            .set_if_earlier(TimerId::FetchBackoff(leader), backoff);
+    }
+
+    /// OFFSET_OUT_OF_RANGE: ask the leader for its log start and end (Kafka:
+    /// `fetchOffsetAndTruncate` with ListOffsets EARLIEST / LATEST).
+    fn start_reset(&mut self, leader: BrokerId, tp: &TopicPartition) {
+        let Some(part) = self.part_mut(leader, tp) else {
+            return;
+        };
+        part.resetting = true;
+        let epoch = part.current_leader_epoch;
+        let req = Request::ListOffsets {
+            replica_id: Some(self.config.broker_id),
+            isolation: FetchIsolation::LogEnd,
+            partitions: vec![
+                (tp.clone(), Some(epoch), OffsetSpec::Latest),
+                (tp.clone(), Some(epoch), OffsetSpec::Earliest),
+            ],
+        };
+        let to = self.broker_node(leader);
+        self.send_request(
+            to,
+            req,
+            Pending::ResetOffset {
+                leader,
+                tp: tp.clone(),
+            },
+            0,
+        );
+    }
+
+    pub(super) fn on_reset_response(
+        &mut self,
+        leader: BrokerId,
+        tp: &TopicPartition,
+        partitions: Vec<(TopicPartition, ErrorCode, Offset, LeaderEpoch)>,
+    ) {
+        let latest = partitions.first().filter(|p| p.1.is_ok()).map(|p| p.2);
+        let earliest = partitions.get(1).filter(|p| p.1.is_ok()).map(|p| p.2);
+        let (Some(leader_end), Some(leader_start)) = (latest, earliest) else {
+            self.on_reset_failed(leader, tp);
+            return;
+        };
+        let Some(local_end) = self.partitions.get(tp).map(|p| p.log.log_end_offset()) else {
+            return;
+        };
+        match reset_offset_after_out_of_range(leader_end, leader_start, local_end) {
+            OutOfRangeAction::TruncateTo(o) => {
+                self.truncate_replica(tp, o, TruncationCause::LeaderEndBelowLocal);
+            }
+            OutOfRangeAction::TruncateFullyAndStartAt(o) => {
+                self.truncate_replica_fully(tp, o, TruncationCause::BelowLeaderLogStart);
+            }
+            OutOfRangeAction::FetchFrom(_) => {}
+        }
+        let Some(p) = self.partitions.get(tp) else {
+            return;
+        };
+        let state = FollowerFetchState::Fetching {
+            fetch_offset: p.log.log_end_offset(),
+            last_fetched_epoch: p.log.latest_epoch(),
+        };
+        if let Some(part) = self.part_mut(leader, tp) {
+            part.state = state;
+            part.resetting = false;
+        }
+        self.maybe_send_fetch(leader);
+    }
+
+    pub(super) fn on_reset_failed(&mut self, leader: BrokerId, tp: &TopicPartition) {
+        let backoff = self.now.plus_millis(self.config.replica_fetch_backoff_ms);
+        if let Some(part) = self.part_mut(leader, tp) {
+            part.resetting = false;
+            part.delayed_until = Some(backoff);
+        }
+        self.timers
+            .set_if_earlier(TimerId::FetchBackoff(leader), backoff);
+    }
+}

@@ -1,0 +1,876 @@
+//! Request handlers of the data plane (Kafka: `KafkaApis` + `ReplicaManager`): Produce,
+//! Fetch (leader side), ListOffsets, DeleteRecords, OffsetsForLeaderEpoch, Metadata,
+//! WriteTxnMarkers; admin requests are forwarded to the controller; delayed operations.
+
+use std::collections::BTreeSet;
+
+use super::broker::{Broker, Pending};
+use super::output::Event;
+use super::partition::Role;
+use super::purgatory::{Delayed, DelayedFetch, DelayedProduce, ProduceReply, ProduceWait};
+use super::timers::TimerId;
+use crate::log::partition_log::LogAppendInfo;
+use crate::log::producer_snapshot;
+use crate::log::producer_state::AppendOrigin;
+use crate::protocol::messages::{
+    FetchPartition, FetchPartitionResponse, OffsetSpec, PartitionMetadata,
+    ProducePartitionResponse, TopicMetadata, TxnMarker,
+};
+use crate::protocol::{CorrelationId, ErrorCode, NodeId, Request, Response};
+use crate::record::{BatchBuilder, ControlRecord, RecordBatch};
+use crate::replication::fetch_leader::{
+    FetchDecision, FetchIsolation, FetchPartitionRequest, LeaderView, check_leader_epoch,
+    handle_fetch, handle_offsets_for_leader_epoch,
+};
+use crate::replication::high_watermark::{HwConfig, effective_min_isr};
+use crate::replication::isr::{check_enough_replicas_reach_offset, produce_acks_all_precheck};
+use crate::types::{BrokerId, LeaderEpoch, Offset, OffsetAndEpoch, Sequence, TopicPartition};
+
+impl Broker {
+    pub(super) fn handle_request(&mut self, from: NodeId, id: CorrelationId, req: Request) {
+        match req {
+            Request::Produce {
+                acks,
+                timeout_ms,
+                partitions,
+                ..
+            } => self.handle_produce(from, id, acks, timeout_ms, partitions),
+            Request::Fetch {
+                replica,
+                max_wait_ms,
+                min_bytes,
+                max_bytes,
+                isolation,
+                partitions,
+            } => self.handle_fetch_request(
+                from,
+                id,
+                DelayedFetch {
+                    from,
+                    id,
+                    deadline: self.now.plus_millis(max_wait_ms),
+                    replica,
+                    min_bytes,
+                    max_bytes,
+                    isolation,
+                    partitions,
+                },
+            ),
+            Request::ListOffsets {
+                replica_id,
+                isolation,
+                partitions,
+            } => {
+                let r = self.handle_list_offsets(replica_id, isolation, partitions);
+                self.respond(from, id, r);
+            }
+            Request::DeleteRecords { partitions, .. } => {
+                let r = self.handle_delete_records(partitions);
+                self.respond(from, id, r);
+            }
+            Request::OffsetsForLeaderEpoch { partitions } => {
+                let r = self.handle_offsets_for_leader_epoch(partitions);
+                self.respond(from, id, r);
+            }
+            Request::Metadata { topics } => {
+                let r = self.handle_metadata(topics);
+                self.respond(from, id, r);
+            }
+            Request::WriteTxnMarkers { markers } => {
+                self.handle_write_txn_markers(from, id, markers)
+            }
+            req @ (Request::CreateTopics { .. }
+            | Request::DeleteTopics { .. }
+            | Request::CreatePartitions { .. }
+            | Request::ElectLeaders { .. }
+            | Request::IncrementalAlterConfigs { .. }) => {
+                // Kafka forwards admin requests to the active controller (EnvelopeRequest).
+                let controller = self.controller();
+                self.send_request(
+                    controller,
+                    req,
+                    Pending::Forward {
+                        client: from,
+                        client_id: id,
+                    },
+                    0,
+                );
+            }
+            _ => self.respond(
+                from,
+                id,
+                Response::Error {
+                    error: ErrorCode::InvalidRequest,
+                },
+            ),
+        }
+    }
+
+    fn hw_config(&self, tp: &TopicPartition) -> HwConfig {
+        HwConfig {
+            min_insync_replicas: self.min_isr(tp),
+            kip966_min_isr_gate: self.config.kip966_min_isr_gate,
+        }
+    }
+
+    pub(super) fn min_isr(&self, tp: &TopicPartition) -> usize {
+        self.image
+            .topic_config(&tp.topic, "min.insync.replicas")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(self.config.min_insync_replicas)
+    }
+
+    fn unknown_or_not_leader(&self, tp: &TopicPartition) -> ErrorCode {
+        if self.image.topic_id(&tp.topic).is_none() {
+            ErrorCode::UnknownTopicOrPartition
+        } else {
+            ErrorCode::NotLeaderOrFollower
+        }
+    }
+
+    // ------------------------------------------------------------------ appends
+
+    /// Appends as leader and performs the side effects every leader append has: files,
+    /// epoch checkpoint, events, HW advance, waking fetches.
+    pub(super) fn append_leader(
+        &mut self,
+        tp: &TopicPartition,
+        batch: &RecordBatch,
+        origin: AppendOrigin,
+    ) -> Result<LogAppendInfo, ErrorCode> {
+        let segment_bytes = self.config.segment_bytes;
+        let Some(p) = self.partitions.get_mut(tp).filter(|p| p.is_leader()) else {
+            return Err(self.unknown_or_not_leader(tp));
+        };
+        let epoch_before = p.log.epoch_cache().latest_entry();
+        let info = p
+            .log
+            .append_as_leader(batch, p.leader_epoch, origin)
+            .map_err(ErrorCode::from)?;
+        let mut io = Vec::new();
+        if let Some(b) = &info.appended {
+            p.files.append(b, segment_bytes, &mut io);
+            if p.log.epoch_cache().latest_entry() != epoch_before {
+                p.files
+                    .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
+            }
+        }
+        let event = info.appended.as_ref().map(|b| Event::Appended {
+            tp: tp.clone(),
+            base_offset: b.base_offset(),
+            last_offset: b.last_offset(),
+            epoch: b.partition_leader_epoch(),
+            as_leader: true,
+        });
+        self.io(io);
+        if let Some(e) = event {
+            self.emit(e);
+        }
+        self.maybe_increment_hw(tp);
+        self.try_complete_delayed(tp);
+        Ok(info)
+    }
+
+    /// Leader: recomputes the HW; on a change reports it and completes waiting operations.
+    pub(super) fn maybe_increment_hw(&mut self, tp: &TopicPartition) {
+        let cfg = self.hw_config(tp);
+        let now_ms = self.now.as_millis();
+        let lag = self.config.replica_lag_time_max_ms;
+        let image = &self.image;
+        let Some(p) = self.partitions.get_mut(tp) else {
+            return;
+        };
+        if let Some(hw) = p.maybe_increment_hw(|b| image.is_broker_active(b), now_ms, lag, &cfg) {
+            self.emit(Event::HighWatermarkChanged {
+                tp: tp.clone(),
+                high_watermark: hw,
+            });
+            self.try_complete_delayed(tp);
+        }
+    }
+
+    fn handle_produce(
+        &mut self,
+        from: NodeId,
+        id: CorrelationId,
+        acks: i16,
+        timeout_ms: i64,
+        partitions: Vec<(TopicPartition, RecordBatch)>,
+    ) {
+        let mut waits = Vec::new();
+        for (tp, batch) in partitions {
+            let result = self.produce_one(&tp, &batch, acks);
+            let log_start = self
+                .partitions
+                .get(&tp)
+                .map_or(Offset(0), |p| p.log.log_start_offset());
+            match result {
+                Ok(info) => waits.push(ProduceWait {
+                    tp,
+                    required_offset: info.last_offset.plus(1),
+                    base_offset: info.first_offset,
+                    error: (acks != -1).then_some(ErrorCode::None),
+                }),
+                Err(e) => waits.push(ProduceWait {
+                    tp,
+                    required_offset: log_start,
+                    base_offset: Offset(-1),
+                    error: Some(e),
+                }),
+            }
+        }
+        if acks == 0 {
+            return; // acks=0: Kafka sends no response
+        }
+        let op = DelayedProduce {
+            from,
+            id,
+            deadline: self.now.plus_millis(timeout_ms),
+            partitions: waits,
+            reply: ProduceReply::Produce,
+        };
+        self.park_or_complete_produce(op);
+    }
+
+    fn produce_one(
+        &mut self,
+        tp: &TopicPartition,
+        batch: &RecordBatch,
+        acks: i16,
+    ) -> Result<LogAppendInfo, ErrorCode> {
+        if !matches!(acks, -1..=1) {
+            return Err(ErrorCode::InvalidRequiredAcks);
+        }
+        let Some(p) = self.partitions.get(tp).filter(|p| p.is_leader()) else {
+            return Err(self.unknown_or_not_leader(tp));
+        };
+        if acks == -1 {
+            let isr_len = p.leader_state().map_or(0, |l| l.isr.isr.len());
+            produce_acks_all_precheck(isr_len, self.min_isr(tp), p.replicas.len())?;
+        }
+        self.append_leader(tp, batch, AppendOrigin::Client)
+    }
+
+    pub(super) fn park_or_complete_produce(&mut self, mut op: DelayedProduce) {
+        self.check_produce(&mut op);
+        if op.partitions.iter().all(|w| w.error.is_some()) {
+            self.complete_produce(op);
+        } else {
+            let deadline = op.deadline;
+            let key = self.purgatory.park(Delayed::Produce(op));
+            self.timers.set(TimerId::Delayed(key), deadline);
+        }
+    }
+
+    /// Kafka `DelayedProduce.tryComplete` / `Partition.checkEnoughReplicasReachOffset`.
+    fn check_produce(&self, op: &mut DelayedProduce) {
+        for w in op.partitions.iter_mut().filter(|w| w.error.is_none()) {
+            let Some(p) = self.partitions.get(&w.tp) else {
+                w.error = Some(ErrorCode::NotLeaderOrFollower);
+                continue;
+            };
+            let Some(l) = p.leader_state() else {
+                w.error = Some(ErrorCode::NotLeaderOrFollower);
+                continue;
+            };
+            let min = effective_min_isr(self.min_isr(&w.tp), p.replicas.len());
+            let (done, err) = check_enough_replicas_reach_offset(
+                p.log.high_watermark(),
+                w.required_offset,
+                l.isr.maximal_isr().len(),
+                min,
+            );
+            if done {
+                w.error = Some(err);
+            }
+        }
+    }
+
+    fn complete_produce(&mut self, op: DelayedProduce) {
+        let resp = match op.reply {
+            ProduceReply::Produce => Response::Produce {
+                partitions: op
+                    .partitions
+                    .into_iter()
+                    .map(|w| {
+                        let log_start = self
+                            .partitions
+                            .get(&w.tp)
+                            .map_or(Offset(-1), |p| p.log.log_start_offset());
+                        ProducePartitionResponse {
+                            tp: w.tp,
+                            error: w.error.unwrap_or(ErrorCode::RequestTimedOut),
+                            base_offset: w.base_offset,
+                            log_start_offset: log_start,
+                        }
+                    })
+                    .collect(),
+            },
+            ProduceReply::PartitionErrors => Response::PartitionErrors {
+                results: op
+                    .partitions
+                    .into_iter()
+                    .map(|w| (w.tp, w.error.unwrap_or(ErrorCode::RequestTimedOut)))
+                    .collect(),
+            },
+        };
+        self.respond(op.from, op.id, resp);
+    }
+
+    // ------------------------------------------------------------------ fetch (leader side)
+
+    fn handle_fetch_request(&mut self, from: NodeId, id: CorrelationId, op: DelayedFetch) {
+        let (resp, bytes, must_answer) = self.read_fetch(&op);
+        if must_answer || bytes >= op.min_bytes.max(1) || op.deadline <= self.now {
+            self.respond(from, id, resp);
+        } else {
+            let deadline = op.deadline;
+            let key = self.purgatory.park(Delayed::Fetch(op));
+            self.timers.set(TimerId::Delayed(key), deadline);
+        }
+    }
+
+    /// Reads every partition of a fetch; returns the response, the bytes read, and whether
+    /// it must be answered now (an error or a diverging epoch). Follower fetches update the
+    /// follower's state, may expand the ISR and advance the HW.
+    pub(super) fn read_fetch(&mut self, op: &DelayedFetch) -> (Response, usize, bool) {
+        if let Some((b, epoch)) = op.replica
+            && self.image.broker_epoch(b).is_some_and(|e| e > epoch)
+        {
+            // Kafka: a follower fetch with a stale broker epoch is rejected.
+            return (
+                Response::Fetch {
+                    error: ErrorCode::StaleBrokerEpoch,
+                    partitions: Vec::new(),
+                },
+                0,
+                true,
+            );
+        }
+        let mut out = Vec::with_capacity(op.partitions.len());
+        let mut bytes = 0usize;
+        let mut must_answer = false;
+        for fp in &op.partitions {
+            let r = self.read_fetch_partition(op, fp, op.max_bytes.saturating_sub(bytes));
+            bytes += r
+                .batches
+                .iter()
+                .map(RecordBatch::size_in_bytes)
+                .sum::<usize>();
+            must_answer |= !r.error.is_ok() || r.diverging_epoch.is_some();
+            out.push(r);
+        }
+        (
+            Response::Fetch {
+                error: ErrorCode::None,
+                partitions: out,
+            },
+            bytes,
+            must_answer,
+        )
+    }
+
+    fn read_fetch_partition(
+        &mut self,
+        op: &DelayedFetch,
+        fp: &FetchPartition,
+        max_bytes: usize,
+    ) -> FetchPartitionResponse {
+        let empty = |error, hw: Offset, lso: Offset, ls: Offset| FetchPartitionResponse {
+            tp: fp.tp.clone(),
+            error,
+            high_watermark: hw,
+            last_stable_offset: lso,
+            log_start_offset: ls,
+            diverging_epoch: None,
+            aborted_transactions: None,
+            batches: Vec::new(),
+        };
+        let unknown = self.unknown_or_not_leader(&fp.tp);
+        let Some(p) = self.partitions.get(&fp.tp) else {
+            return empty(unknown, Offset(-1), Offset(-1), Offset(-1));
+        };
+        let view = LeaderView {
+            leader_epoch: p.leader_epoch,
+            is_leader: p.is_leader(),
+            epoch_cache: p.log.epoch_cache(),
+            log_start_offset: p.log.log_start_offset(),
+            log_end_offset: p.log.log_end_offset(),
+            high_watermark: p.log.high_watermark(),
+            last_stable_offset: p.log.last_stable_offset(),
+        };
+        let replica_id = op.replica.map(|(b, _)| b);
+        let req = FetchPartitionRequest {
+            fetch_offset: fp.fetch_offset,
+            current_leader_epoch: fp.current_leader_epoch,
+            last_fetched_epoch: fp.last_fetched_epoch,
+            replica_id,
+            isolation: op.isolation,
+        };
+        let in_assignment = replica_id.is_none_or(|r| p.replicas.contains(&r));
+        match handle_fetch(&view, &req, in_assignment) {
+            FetchDecision::Error(e) => empty(
+                e,
+                view.high_watermark,
+                view.last_stable_offset,
+                view.log_start_offset,
+            ),
+            FetchDecision::Diverging {
+                diverging_epoch,
+                high_watermark,
+                last_stable_offset,
+                log_start_offset,
+            } => FetchPartitionResponse {
+                diverging_epoch: Some(diverging_epoch),
+                ..empty(
+                    ErrorCode::None,
+                    high_watermark,
+                    last_stable_offset,
+                    log_start_offset,
+                )
+            },
+            FetchDecision::Read { fetch_offset, .. } => {
+                let data = p.log.read(fetch_offset, max_bytes.max(1), op.isolation);
+                let mut resp = match data {
+                    Ok(d) => FetchPartitionResponse {
+                        tp: fp.tp.clone(),
+                        error: ErrorCode::None,
+                        high_watermark: d.high_watermark,
+                        last_stable_offset: d.last_stable_offset,
+                        log_start_offset: d.log_start_offset,
+                        diverging_epoch: None,
+                        aborted_transactions: d.aborted_transactions,
+                        batches: d.batches,
+                    },
+                    Err(e) => empty(
+                        e.into(),
+                        view.high_watermark,
+                        view.last_stable_offset,
+                        view.log_start_offset,
+                    ),
+                };
+                if let Some((follower, broker_epoch)) = op.replica
+                    && resp.error.is_ok()
+                {
+                    self.on_follower_fetch(
+                        &fp.tp,
+                        follower,
+                        fp.fetch_offset,
+                        fp.log_start_offset,
+                        broker_epoch,
+                    );
+                    if let Some(p) = self.partitions.get(&fp.tp) {
+                        resp.high_watermark = p.log.high_watermark();
+                        resp.last_stable_offset = p.log.last_stable_offset();
+                    }
+                }
+                resp
+            }
+        }
+    }
+
+    /// Leader bookkeeping after a follower fetch (Kafka: `Partition.fetchRecords` →
+    /// `updateFollowerFetchState`, `maybeExpandIsr`, `maybeIncrementLeaderHW`).
+    fn on_follower_fetch(
+        &mut self,
+        tp: &TopicPartition,
+        follower: BrokerId,
+        fetch_offset: Offset,
+        follower_start: Offset,
+        broker_epoch: i64,
+    ) {
+        let now_ms = self.now.as_millis();
+        let cached = self.image.broker_epoch(follower);
+        let eligible = self.image.is_broker_active(follower);
+        let Some(p) = self.partitions.get_mut(tp) else {
+            return;
+        };
+        if let Some(new_isr) = p.update_follower_fetch_state(
+            follower,
+            fetch_offset,
+            follower_start,
+            broker_epoch,
+            cached,
+            eligible,
+            now_ms,
+        ) {
+            self.propose_isr(tp, new_isr);
+        }
+        self.maybe_increment_hw(tp);
+    }
+
+    /// Tries to complete parked operations that watch `tp`.
+    pub(super) fn try_complete_delayed(&mut self, tp: &TopicPartition) {
+        for key in self.purgatory.watching(tp) {
+            self.try_complete_key(key, false);
+        }
+    }
+
+    fn try_complete_key(&mut self, key: u64, expired: bool) {
+        let Some(op) = self.purgatory.get(key).cloned() else {
+            return;
+        };
+        match op {
+            Delayed::Produce(mut p) => {
+                self.check_produce(&mut p);
+                if expired || p.partitions.iter().all(|w| w.error.is_some()) {
+                    self.purgatory.take(key);
+                    self.timers.cancel(&TimerId::Delayed(key));
+                    self.complete_produce(p);
+                } else if let Some(Delayed::Produce(slot)) = self.purgatory.get_mut(key) {
+                    *slot = p;
+                }
+            }
+            Delayed::Fetch(f) => {
+                // Cheap pre-check: only re-read when data is available past the fetch offsets.
+                let ready = expired || self.fetch_has_data(&f);
+                if !ready {
+                    return;
+                }
+                self.purgatory.take(key);
+                self.timers.cancel(&TimerId::Delayed(key));
+                let (resp, _, _) = self.read_fetch(&f);
+                self.respond(f.from, f.id, resp);
+            }
+        }
+    }
+
+    fn fetch_has_data(&self, f: &DelayedFetch) -> bool {
+        f.partitions.iter().any(|fp| {
+            let Some(p) = self.partitions.get(&fp.tp) else {
+                return true; // answer with an error now
+            };
+            if !p.is_leader() {
+                return true;
+            }
+            let bound = match f.isolation {
+                FetchIsolation::LogEnd => p.log.log_end_offset(),
+                FetchIsolation::HighWatermark => p.log.high_watermark(),
+                FetchIsolation::TxnCommitted => p.log.last_stable_offset(),
+            };
+            bound > fp.fetch_offset
+        })
+    }
+
+    pub(super) fn expire_delayed(&mut self, key: u64) {
+        self.try_complete_key(key, true);
+    }
+
+    /// Completes parked operations of a partition this broker no longer leads.
+    pub(super) fn fail_delayed_for(&mut self, tp: &TopicPartition) {
+        for key in self.purgatory.watching(tp) {
+            self.try_complete_key(key, false);
+            if let Some(Delayed::Fetch(_)) = self.purgatory.get(key) {
+                self.try_complete_key(key, true);
+            }
+        }
+    }
+
+    /// After becoming leader: the HW may advance, waiting operations re-check.
+    pub(super) fn after_leader_change(&mut self, tp: &TopicPartition) {
+        self.maybe_increment_hw(tp);
+        self.try_complete_delayed(tp);
+    }
+
+    // ------------------------------------------------------------------ ISR changes
+
+    pub(super) fn propose_isr(&mut self, tp: &TopicPartition, new_isr: BTreeSet<BrokerId>) {
+        let Some(p) = self.partitions.get(tp) else {
+            return;
+        };
+        let req = Request::AlterPartition {
+            broker_id: self.config.broker_id,
+            broker_epoch: self.broker_epoch,
+            tp: tp.clone(),
+            leader_epoch: p.leader_epoch,
+            partition_epoch: p.partition_epoch,
+            new_isr: new_isr.into_iter().collect(),
+        };
+        let controller = self.controller();
+        let id = self.send_request(controller, req, Pending::AlterPartition(tp.clone()), 0);
+        if let Some(Role::Leader(l)) = self.partitions.get_mut(tp).map(|p| &mut p.role) {
+            l.alter_in_flight = Some(id);
+        }
+    }
+
+    pub(super) fn on_alter_partition_response(&mut self, tp: &TopicPartition, resp: Response) {
+        let Some(p) = self.partitions.get_mut(tp) else {
+            return;
+        };
+        let Role::Leader(l) = &mut p.role else {
+            return;
+        };
+        l.alter_in_flight = None;
+        match resp {
+            Response::AlterPartition {
+                error,
+                isr,
+                leader_epoch,
+                partition_epoch,
+                ..
+            } if error.is_ok() && leader_epoch == p.leader_epoch => {
+                l.isr.commit(isr.iter().copied().collect());
+                p.partition_epoch = partition_epoch;
+                self.emit(Event::IsrChanged {
+                    tp: tp.clone(),
+                    isr,
+                });
+                self.maybe_increment_hw(tp);
+            }
+            _ => l.isr.revert_to_committed(),
+        }
+    }
+
+    pub(super) fn on_alter_partition_failed(&mut self, tp: &TopicPartition) {
+        if let Some(Role::Leader(l)) = self.partitions.get_mut(tp).map(|p| &mut p.role) {
+            l.alter_in_flight = None;
+            l.isr.revert_to_committed();
+        }
+    }
+
+    pub(super) fn on_isr_expiration(&mut self) {
+        let me = self.config.broker_id;
+        let now_ms = self.now.as_millis();
+        let lag = self.config.replica_lag_time_max_ms;
+        let tps: Vec<TopicPartition> = self.partitions.keys().cloned().collect();
+        for tp in tps {
+            if let Some(new_isr) = self
+                .partitions
+                .get_mut(&tp)
+                .and_then(|p| p.maybe_shrink_isr(me, now_ms, lag))
+            {
+                self.propose_isr(&tp, new_isr);
+            }
+        }
+        self.timers
+            .set(TimerId::IsrExpiration, self.now.plus_millis(lag / 2));
+    }
+
+    // ------------------------------------------------------------------ other requests
+
+    fn handle_list_offsets(
+        &self,
+        replica_id: Option<BrokerId>,
+        isolation: FetchIsolation,
+        partitions: Vec<(TopicPartition, Option<LeaderEpoch>, OffsetSpec)>,
+    ) -> Response {
+        let mut out = Vec::new();
+        for (tp, current, spec) in partitions {
+            let Some(p) = self.partitions.get(&tp).filter(|p| p.is_leader()) else {
+                out.push((
+                    tp.clone(),
+                    self.unknown_or_not_leader(&tp),
+                    Offset(-1),
+                    LeaderEpoch::UNDEFINED,
+                ));
+                continue;
+            };
+            if let Err(e) = check_leader_epoch(current, p.leader_epoch) {
+                out.push((tp, e, Offset(-1), LeaderEpoch::UNDEFINED));
+                continue;
+            }
+            let log = &p.log;
+            let offset = match spec {
+                OffsetSpec::Earliest => log.log_start_offset(),
+                OffsetSpec::Latest if replica_id.is_some() => log.log_end_offset(),
+                OffsetSpec::Latest => {
+                    // Kafka: a new leader whose HW lags its epoch start answers OFFSET_NOT_AVAILABLE.
+                    let start = p
+                        .leader_state()
+                        .map_or(Offset(0), |l| l.leader_epoch_start_offset);
+                    if start > log.high_watermark() {
+                        out.push((
+                            tp,
+                            ErrorCode::OffsetNotAvailable,
+                            Offset(-1),
+                            LeaderEpoch::UNDEFINED,
+                        ));
+                        continue;
+                    }
+                    if isolation == FetchIsolation::TxnCommitted {
+                        log.last_stable_offset()
+                    } else {
+                        log.high_watermark()
+                    }
+                }
+            };
+            let epoch = log
+                .epoch_cache()
+                .epoch_for_offset(offset)
+                .unwrap_or(LeaderEpoch::UNDEFINED);
+            out.push((tp, ErrorCode::None, offset, epoch));
+        }
+        Response::ListOffsets { partitions: out }
+    }
+
+    fn handle_delete_records(&mut self, partitions: Vec<(TopicPartition, Offset)>) -> Response {
+        let mut out = Vec::new();
+        for (tp, before) in partitions {
+            let Some(p) = self.partitions.get_mut(&tp).filter(|p| p.is_leader()) else {
+                out.push((tp.clone(), self.unknown_or_not_leader(&tp), Offset(-1)));
+                continue;
+            };
+            // Kafka: -1 means "up to the HW".
+            let target = if before.0 == -1 {
+                p.log.high_watermark()
+            } else {
+                before
+            };
+            match p.log.maybe_increment_log_start_offset(target) {
+                Ok(moved) => {
+                    let low = p.log.log_start_offset();
+                    if moved {
+                        self.after_log_start_moved(&tp);
+                    }
+                    out.push((tp, ErrorCode::None, low));
+                }
+                Err(e) => out.push((tp, e.into(), Offset(-1))),
+            }
+        }
+        Response::DeleteRecords { partitions: out }
+    }
+
+    /// Side effects of a log-start move: segments deleted, producer snapshot at the new start,
+    /// epoch checkpoint, an event.
+    pub(super) fn after_log_start_moved(&mut self, tp: &TopicPartition) {
+        let Some(p) = self.partitions.get_mut(tp) else {
+            return;
+        };
+        let mut io = Vec::new();
+        let ls = p.log.log_start_offset();
+        p.files.delete_below(ls, &mut io);
+        p.files.write_producer_snapshot(
+            producer_snapshot::encode(p.log.producer_state_base()),
+            &mut io,
+        );
+        p.files
+            .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
+        self.io(io);
+        self.emit(Event::LogStartChanged {
+            tp: tp.clone(),
+            log_start_offset: ls,
+        });
+    }
+
+    fn handle_offsets_for_leader_epoch(
+        &self,
+        partitions: Vec<(TopicPartition, Option<LeaderEpoch>, LeaderEpoch)>,
+    ) -> Response {
+        let mut out = Vec::new();
+        for (tp, current, epoch) in partitions {
+            let undefined = OffsetAndEpoch::new(Offset::UNDEFINED, LeaderEpoch::UNDEFINED);
+            let Some(p) = self.partitions.get(&tp) else {
+                out.push((tp.clone(), self.unknown_or_not_leader(&tp), undefined));
+                continue;
+            };
+            let view = LeaderView {
+                leader_epoch: p.leader_epoch,
+                is_leader: p.is_leader(),
+                epoch_cache: p.log.epoch_cache(),
+                log_start_offset: p.log.log_start_offset(),
+                log_end_offset: p.log.log_end_offset(),
+                high_watermark: p.log.high_watermark(),
+                last_stable_offset: p.log.last_stable_offset(),
+            };
+            match handle_offsets_for_leader_epoch(&view, current, epoch) {
+                Ok(r) => out.push((tp, ErrorCode::None, r)),
+                Err(e) => out.push((tp, e, undefined)),
+            }
+        }
+        Response::OffsetsForLeaderEpoch { partitions: out }
+    }
+
+    fn handle_metadata(&self, topics: Option<Vec<String>>) -> Response {
+        let brokers = self
+            .image
+            .brokers
+            .iter()
+            .filter(|(_, b)| !b.fenced)
+            .map(|(id, _)| *id)
+            .collect();
+        let names: Vec<String> = match topics {
+            Some(t) => t,
+            None => self.image.topic_ids.keys().cloned().collect(),
+        };
+        let topics = names
+            .into_iter()
+            .map(|name| {
+                match self
+                    .image
+                    .topic_id(&name)
+                    .and_then(|id| self.image.topics.get(&id))
+                {
+                    Some(t) => TopicMetadata {
+                        name,
+                        topic_id: t.topic_id,
+                        error: ErrorCode::None,
+                        partitions: t
+                            .partitions
+                            .iter()
+                            .map(|(i, r)| PartitionMetadata {
+                                partition: *i,
+                                leader: r.leader,
+                                leader_epoch: r.leader_epoch,
+                                replicas: r.replicas.clone(),
+                                isr: r.isr.clone(),
+                            })
+                            .collect(),
+                    },
+                    None => TopicMetadata {
+                        name,
+                        topic_id: crate::types::TopicId::ZERO,
+                        error: ErrorCode::UnknownTopicOrPartition,
+                        partitions: Vec::new(),
+                    },
+                }
+            })
+            .collect();
+        Response::Metadata { brokers, topics }
+    }
+
+    /// Kafka `WriteTxnMarkers`: appends COMMIT/ABORT markers as the leader (coordinator origin)
+    /// and answers once they are replicated (acks=all).
+    fn handle_write_txn_markers(
+        &mut self,
+        from: NodeId,
+        id: CorrelationId,
+        markers: Vec<TxnMarker>,
+    ) {
+        let now_ms = self.now.as_millis();
+        let mut waits = Vec::new();
+        for m in markers {
+            let rec = if m.commit {
+                ControlRecord::commit(m.coordinator_epoch)
+            } else {
+                ControlRecord::abort(m.coordinator_epoch)
+            };
+            let batch =
+                BatchBuilder::transactional(m.producer_id, m.producer_epoch, Sequence::NONE)
+                    .build_control(rec, now_ms);
+            for tp in m.partitions {
+                match self.append_leader(&tp, &batch, AppendOrigin::Coordinator) {
+                    Ok(info) => waits.push(ProduceWait {
+                        tp,
+                        required_offset: info.last_offset.plus(1),
+                        base_offset: info.first_offset,
+                        error: None,
+                    }),
+                    Err(e) => waits.push(ProduceWait {
+                        tp,
+                        required_offset: Offset(0),
+                        base_offset: Offset(-1),
+                        error: Some(e),
+                    }),
+                }
+            }
+        }
+        let op = DelayedProduce {
+            from,
+            id,
+            deadline: self.now.plus_millis(self.config.request_timeout_ms),
+            partitions: waits,
+            reply: ProduceReply::PartitionErrors,
+        };
+        self.park_or_complete_produce(op);
+    }
+}

@@ -1,0 +1,429 @@
+//! Registration, heartbeats, the metadata log, and reacting to metadata: becoming leader or
+//! follower, creating and deleting replicas (Kafka: `BrokerLifecycleManager`,
+//! `BrokerMetadataPublisher`, `ReplicaManager.applyDelta`).
+
+use super::broker::{Broker, Lifecycle, Pending};
+use super::fetcher::FetchPart;
+use super::output::Event;
+use super::partition::Partition;
+use super::storage::{self, PartitionFiles};
+use super::timers::TimerId;
+use crate::broker::metadata_image::MetadataDelta;
+use crate::log::partition_log::{LogConfig, PartitionLog};
+use crate::log::producer_snapshot;
+use crate::log::producer_state::ProducerStateManager;
+use crate::protocol::metadata::PartitionRegistration;
+use crate::protocol::{ErrorCode, Request, Response};
+use crate::replication::fetch_follower::initial_fetch_state;
+use crate::types::{Offset, TopicId, TopicPartition};
+
+impl Broker {
+    pub(super) fn on_timer(&mut self, t: TimerId) {
+        match t {
+            TimerId::ControllerRetry => self.maybe_register_or_fetch_metadata(),
+            TimerId::Heartbeat => self.send_heartbeat(),
+            TimerId::RequestTimeout(id) => {
+                if let Some(p) = self.pending.remove(&id) {
+                    self.on_request_failed(p);
+                }
+            }
+            TimerId::FetchBackoff(leader) => self.maybe_send_fetch(leader),
+            TimerId::IsrExpiration => self.on_isr_expiration(),
+            TimerId::HwCheckpoint => self.write_checkpoints(),
+            TimerId::LogFlush => self.flush_logs(),
+            TimerId::Retention => self.on_retention(),
+            TimerId::ProducerExpiration => self.on_producer_expiration(),
+            TimerId::Delayed(key) => self.expire_delayed(key),
+            TimerId::Partition(_) => {}
+        }
+    }
+
+    fn maybe_register_or_fetch_metadata(&mut self) {
+        match self.lifecycle {
+            Lifecycle::Starting => {
+                if !self.pending.values().any(|p| *p == Pending::Register) {
+                    let req = Request::RegisterBroker {
+                        broker_id: self.config.broker_id,
+                        incarnation: self.incarnation,
+                    };
+                    self.send_request(self.controller(), req, Pending::Register, 0);
+                }
+            }
+            Lifecycle::Registered => self.send_fetch_metadata(),
+            Lifecycle::Halted => {}
+        }
+    }
+
+    fn send_heartbeat(&mut self) {
+        if self.lifecycle != Lifecycle::Registered {
+            return;
+        }
+        if !self.pending.values().any(|p| *p == Pending::Heartbeat) {
+            let req = Request::BrokerHeartbeat {
+                broker_id: self.config.broker_id,
+                broker_epoch: self.broker_epoch,
+                metadata_offset: self.image.offset,
+                want_fence: self.image.offset < self.broker_epoch,
+            };
+            self.send_request(self.controller(), req, Pending::Heartbeat, 0);
+        }
+        self.timers.set(
+            TimerId::Heartbeat,
+            self.now.plus_millis(self.config.heartbeat_interval_ms),
+        );
+    }
+
+    pub(super) fn send_fetch_metadata(&mut self) {
+        if self.fetch_metadata_in_flight || self.lifecycle != Lifecycle::Registered {
+            return;
+        }
+        self.fetch_metadata_in_flight = true;
+        let req = Request::FetchMetadata {
+            broker_id: self.config.broker_id,
+            fetch_offset: self.image.offset + 1,
+            max_wait_ms: self.config.metadata_fetch_wait_ms,
+        };
+        let wait = self.config.metadata_fetch_wait_ms;
+        self.send_request(self.controller(), req, Pending::FetchMetadata, wait);
+    }
+
+    pub(super) fn on_request_failed(&mut self, p: Pending) {
+        let retry = self.now.plus_millis(self.config.replica_fetch_backoff_ms);
+        match p {
+            Pending::Register => self.timers.set(TimerId::ControllerRetry, retry),
+            Pending::Heartbeat => {}
+            Pending::FetchMetadata => {
+                self.fetch_metadata_in_flight = false;
+                self.timers.set(TimerId::ControllerRetry, retry);
+            }
+            Pending::AlterPartition(tp) => self.on_alter_partition_failed(&tp),
+            Pending::Fetch { leader, .. } => self.on_fetch_failed(leader),
+            Pending::ResetOffset { leader, tp } => self.on_reset_failed(leader, &tp),
+            Pending::Forward { client, client_id } => {
+                self.respond(
+                    client,
+                    client_id,
+                    Response::Error {
+                        error: ErrorCode::RequestTimedOut,
+                    },
+                );
+            }
+        }
+    }
+
+    pub(super) fn handle_response(&mut self, p: Pending, resp: Response) {
+        match (p, resp) {
+            (
+                Pending::Register,
+                Response::RegisterBroker {
+                    error,
+                    broker_epoch,
+                },
+            ) => {
+                if error.is_ok() {
+                    self.lifecycle = Lifecycle::Registered;
+                    self.broker_epoch = broker_epoch;
+                    self.emit(Event::Registered { broker_epoch });
+                    self.send_heartbeat();
+                    self.send_fetch_metadata();
+                    self.start_periodic_timers();
+                } else {
+                    let at = self.now.plus_millis(self.config.replica_fetch_backoff_ms);
+                    self.timers.set(TimerId::ControllerRetry, at);
+                }
+            }
+            (Pending::Heartbeat, Response::BrokerHeartbeat { error, .. }) => {
+                if error == ErrorCode::StaleBrokerEpoch {
+                    // The controller no longer knows this registration: register again.
+                    self.lifecycle = super::broker::Lifecycle::Starting;
+                    self.timers.set(TimerId::ControllerRetry, self.now);
+                }
+            }
+            (Pending::FetchMetadata, Response::FetchMetadata { error, records, .. }) => {
+                self.fetch_metadata_in_flight = false;
+                if !error.is_ok() {
+                    let at = self.now.plus_millis(self.config.replica_fetch_backoff_ms);
+                    self.timers.set(TimerId::ControllerRetry, at);
+                    return;
+                }
+                // Kafka publishes a metadata batch as one delta on the final image, so a
+                // broker replaying history never acts on stale intermediate leaderships.
+                let mut changed = std::collections::BTreeMap::new();
+                let mut removed = Vec::new();
+                for (offset, record) in records {
+                    if offset != self.image.offset + 1 {
+                        continue; // duplicate or gap: refetch from our offset
+                    }
+                    match self.image.apply(offset, &record) {
+                        MetadataDelta::Partition { tp, topic_id, .. } => {
+                            changed.insert(tp, topic_id);
+                        }
+                        MetadataDelta::TopicRemoved { partitions } => {
+                            for tp in partitions {
+                                changed.remove(&tp);
+                                removed.push(tp);
+                            }
+                        }
+                        MetadataDelta::None
+                        | MetadataDelta::Config(_)
+                        | MetadataDelta::Broker(_) => {}
+                    }
+                }
+                for tp in removed {
+                    self.remove_partition(&tp);
+                }
+                for (tp, topic_id) in changed {
+                    if let Some(reg) = self.image.partition(&tp).cloned()
+                        && self.image.topic_id(&tp.topic) == Some(topic_id)
+                    {
+                        self.on_partition_change(tp, topic_id, &reg);
+                    }
+                }
+                self.send_fetch_metadata();
+            }
+            (Pending::AlterPartition(tp), resp) => self.on_alter_partition_response(&tp, resp),
+            (Pending::Fetch { leader, sent }, Response::Fetch { error, partitions }) => {
+                self.on_fetch_response(leader, sent, error, partitions);
+            }
+            (Pending::ResetOffset { leader, tp }, Response::ListOffsets { partitions }) => {
+                self.on_reset_response(leader, &tp, partitions);
+            }
+            (Pending::Forward { client, client_id }, resp) => self.respond(client, client_id, resp),
+            (p, _) => self.on_request_failed(p),
+        }
+    }
+
+    fn start_periodic_timers(&mut self) {
+        let lag = self.config.replica_lag_time_max_ms / 2;
+        self.timers
+            .set_if_earlier(TimerId::IsrExpiration, self.now.plus_millis(lag));
+        self.timers.set_if_earlier(
+            TimerId::HwCheckpoint,
+            self.now.plus_millis(self.config.hw_checkpoint_interval_ms),
+        );
+        if let Some(f) = self.config.log_flush_interval_ms {
+            self.timers
+                .set_if_earlier(TimerId::LogFlush, self.now.plus_millis(f));
+        }
+        self.timers.set_if_earlier(
+            TimerId::Retention,
+            self.now
+                .plus_millis(self.config.retention_check_interval_ms),
+        );
+        self.timers.set_if_earlier(
+            TimerId::ProducerExpiration,
+            self.now
+                .plus_millis(self.config.producer_id_expiration_check_interval_ms),
+        );
+    }
+
+    /// Kafka `ReplicaManager.applyLocalLeadersDelta` / `applyLocalFollowersDelta`.
+    pub(super) fn on_partition_change(
+        &mut self,
+        tp: TopicPartition,
+        topic_id: TopicId,
+        reg: &PartitionRegistration,
+    ) {
+        let me = self.config.broker_id;
+        if !reg.replicas.contains(&me) {
+            self.remove_partition(&tp);
+            return;
+        }
+        self.ensure_partition(&tp, topic_id);
+        let now_ms = self.now.as_millis();
+        let mut events = Vec::new();
+        let p = self.partitions.get_mut(&tp).expect("ensured");
+        if reg.leader == Some(me) {
+            let epoch_before = p.log.epoch_cache().latest_entry();
+            if p.make_leader(me, reg, now_ms, true, &mut events) {
+                if p.log.epoch_cache().latest_entry() != epoch_before {
+                    let mut io = Vec::new();
+                    p.files
+                        .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
+                    self.io(io);
+                }
+                self.remove_from_fetchers(&tp);
+                self.emit_all(events);
+                self.after_leader_change(&tp);
+            } else {
+                self.emit_all(events);
+            }
+        } else if p.make_follower(reg, &mut events) {
+            self.emit_all(events);
+            self.remove_from_fetchers(&tp);
+            self.fail_delayed_for(&tp);
+            if let Some(leader) = reg.leader.filter(|l| *l != me) {
+                let p = &self.partitions[&tp];
+                let state = initial_fetch_state(
+                    true,
+                    p.log.latest_epoch(),
+                    p.log.log_end_offset(),
+                    p.log.high_watermark(),
+                );
+                self.add_to_fetcher(leader, tp.clone(), FetchPart::new(state, reg.leader_epoch));
+            }
+        }
+    }
+
+    /// Creates the replica, from recovered files when they belong to this topic id.
+    fn ensure_partition(&mut self, tp: &TopicPartition, topic_id: TopicId) {
+        if let Some(p) = self.partitions.get(tp) {
+            if p.topic_id == topic_id {
+                return;
+            }
+            self.remove_partition(tp);
+        }
+        let cfg = LogConfig {
+            producer_id_expiration_ms: self.config.producer_id_expiration_ms,
+        };
+        let mut io = Vec::new();
+        let mut events = Vec::new();
+        let partition = match self.recovered.remove(tp) {
+            Some((loaded, id, snapshot)) if id.is_none_or(|i| i == topic_id) => {
+                let log_start = self
+                    .log_start_checkpoint
+                    .get(tp)
+                    .copied()
+                    .or_else(|| loaded.batches.first().map(|b| b.base_offset()))
+                    .unwrap_or(Offset(0));
+                let base = snapshot
+                    .and_then(|s| producer_snapshot::decode(&s, cfg.producer_id_expiration_ms).ok())
+                    .unwrap_or_else(|| ProducerStateManager::new(cfg.producer_id_expiration_ms));
+                let hw = self.hw_checkpoint.get(tp).copied().unwrap_or(log_start);
+                match PartitionLog::recover(
+                    cfg.clone(),
+                    log_start,
+                    base,
+                    loaded.batches.clone(),
+                    hw,
+                ) {
+                    Ok(log) => {
+                        events.push(Event::LogRecovered {
+                            tp: tp.clone(),
+                            log_end_offset: log.log_end_offset(),
+                            truncated_bytes: loaded.truncated_bytes,
+                        });
+                        Partition::new(tp.clone(), topic_id, log, loaded.files)
+                    }
+                    Err(_) => {
+                        loaded.files.delete_all(&mut io);
+                        self.fresh_partition(tp, topic_id, cfg, &mut io)
+                    }
+                }
+            }
+            Some((loaded, _, _)) => {
+                // A stray log of an older incarnation of the topic (different id): delete it.
+                loaded.files.delete_all(&mut io);
+                self.fresh_partition(tp, topic_id, cfg, &mut io)
+            }
+            None => self.fresh_partition(tp, topic_id, cfg, &mut io),
+        };
+        self.partitions.insert(tp.clone(), partition);
+        self.io(io);
+        self.emit_all(events);
+    }
+
+    fn fresh_partition(
+        &self,
+        tp: &TopicPartition,
+        topic_id: TopicId,
+        cfg: LogConfig,
+        io: &mut Vec<crate::broker::output::IoOp>,
+    ) -> Partition {
+        let files = PartitionFiles::create(tp, topic_id, Offset(0), io);
+        Partition::new(tp.clone(), topic_id, PartitionLog::new(cfg), files)
+    }
+
+    /// Stops and deletes a replica (topic deletion or reassignment away).
+    pub(super) fn remove_partition(&mut self, tp: &TopicPartition) {
+        self.remove_from_fetchers(tp);
+        self.fail_delayed_for(tp);
+        if let Some(p) = self.partitions.remove(tp) {
+            let mut io = Vec::new();
+            p.files.delete_all(&mut io);
+            self.io(io);
+        }
+        self.hw_checkpoint.remove(tp);
+        self.log_start_checkpoint.remove(tp);
+    }
+
+    /// HW and log-start checkpoints (Kafka: `replica.high.watermark.checkpoint.interval.ms`).
+    pub(super) fn write_checkpoints(&mut self) {
+        self.hw_checkpoint = self
+            .partitions
+            .iter()
+            .map(|(tp, p)| (tp.clone(), p.log.high_watermark()))
+            .collect();
+        self.log_start_checkpoint = self
+            .partitions
+            .iter()
+            .map(|(tp, p)| (tp.clone(), p.log.log_start_offset()))
+            .collect();
+        let hw = storage::encode_offset_checkpoint(&self.hw_checkpoint);
+        let ls = storage::encode_offset_checkpoint(&self.log_start_checkpoint);
+        self.io(vec![
+            crate::broker::output::IoOp::WriteAtomic {
+                path: storage::HW_CHECKPOINT.into(),
+                bytes: hw,
+            },
+            crate::broker::output::IoOp::WriteAtomic {
+                path: storage::LOG_START_CHECKPOINT.into(),
+                bytes: ls,
+            },
+        ]);
+        self.timers.set(
+            TimerId::HwCheckpoint,
+            self.now.plus_millis(self.config.hw_checkpoint_interval_ms),
+        );
+    }
+
+    fn flush_logs(&mut self) {
+        let mut io = Vec::new();
+        for p in self.partitions.values_mut() {
+            p.files.flush(&mut io);
+        }
+        self.io(io);
+        if let Some(f) = self.config.log_flush_interval_ms {
+            self.timers.set(TimerId::LogFlush, self.now.plus_millis(f));
+        }
+    }
+
+    fn on_producer_expiration(&mut self) {
+        let now_ms = self.now.as_millis();
+        for p in self.partitions.values_mut() {
+            p.log.remove_expired_producers(now_ms);
+        }
+        self.timers.set(
+            TimerId::ProducerExpiration,
+            self.now
+                .plus_millis(self.config.producer_id_expiration_check_interval_ms),
+        );
+    }
+
+    fn on_retention(&mut self) {
+        let now_ms = self.now.as_millis();
+        let tps: Vec<TopicPartition> = self.partitions.keys().cloned().collect();
+        for tp in tps {
+            let Some(ms) = self
+                .image
+                .topic_config(&tp.topic, "retention.ms")
+                .and_then(|v| v.parse::<i64>().ok())
+                .filter(|ms| *ms >= 0)
+            else {
+                continue;
+            };
+            let p = self.partitions.get_mut(&tp).expect("listed");
+            if !p.is_leader() {
+                continue; // followers follow the leader's log start
+            }
+            if p.log.apply_retention_ms(now_ms, ms).is_some() {
+                self.after_log_start_moved(&tp);
+            }
+        }
+        self.timers.set(
+            TimerId::Retention,
+            self.now
+                .plus_millis(self.config.retention_check_interval_ms),
+        );
+    }
+}
