@@ -280,3 +280,222 @@ fn unclean_election_loses_exactly_the_unreplicated_suffix_and_the_old_leader_tru
         "exactly the unreplicated suffix was lost"
     );
 }
+
+fn call(net: &mut MiniNet, to: BrokerId, req: Request) -> Response {
+    let id = net.request(client(), NodeId::broker(C, to), req);
+    net.run_for_ms(500);
+    net.take_response(client(), id).expect("answered")
+}
+
+fn find_txn_coordinator(net: &mut MiniNet, txn_id: &str) -> BrokerId {
+    for _ in 0..20 {
+        let r = call(
+            net,
+            BrokerId(0),
+            Request::FindCoordinator {
+                key: txn_id.into(),
+                kind: mirror_core::protocol::messages::CoordinatorKind::Transaction,
+            },
+        );
+        if let Response::FindCoordinator {
+            error: ErrorCode::None,
+            node: Some(b),
+        } = r
+        {
+            return b;
+        }
+        net.run_for_ms(1_000);
+    }
+    panic!("no transaction coordinator");
+}
+
+fn init_txn(net: &mut MiniNet, coord: BrokerId, txn_id: &str) -> (ProducerId, ProducerEpoch) {
+    for _ in 0..20 {
+        let r = call(
+            net,
+            coord,
+            Request::InitProducerId {
+                transactional_id: Some(txn_id.into()),
+                transaction_timeout_ms: 10_000,
+                producer_id: ProducerId::NONE,
+                producer_epoch: ProducerEpoch::NONE,
+            },
+        );
+        match r {
+            Response::InitProducerId {
+                error: ErrorCode::None,
+                producer_id,
+                producer_epoch,
+            } => {
+                return (producer_id, producer_epoch);
+            }
+            _ => net.run_for_ms(500),
+        }
+    }
+    panic!("InitProducerId never succeeded");
+}
+
+fn txn_produce(
+    net: &mut MiniNet,
+    coord: BrokerId,
+    txn_id: &str,
+    pid: ProducerId,
+    epoch: ProducerEpoch,
+    tp: &TopicPartition,
+    seq: i32,
+    n: usize,
+) {
+    let r = call(
+        net,
+        coord,
+        Request::AddPartitionsToTxn {
+            transactional_id: txn_id.into(),
+            producer_id: pid,
+            producer_epoch: epoch,
+            partitions: vec![tp.clone()],
+        },
+    );
+    assert!(
+        matches!(r, Response::PartitionErrors { ref results } if results[0].1 == ErrorCode::None),
+        "{r:?}"
+    );
+    let recs: Vec<SimpleRecord> = (0..n)
+        .map(|i| SimpleRecord::value(i as i64, format!("t{i}")))
+        .collect();
+    let batch = BatchBuilder::transactional(pid, epoch, Sequence(seq)).build(&recs);
+    let leader = leader_of(net, tp);
+    let r = call(
+        net,
+        leader,
+        Request::Produce {
+            transactional_id: Some(txn_id.into()),
+            acks: -1,
+            timeout_ms: 5_000,
+            partitions: vec![(tp.clone(), batch)],
+        },
+    );
+    assert!(
+        matches!(r, Response::Produce { ref partitions } if partitions[0].error == ErrorCode::None),
+        "{r:?}"
+    );
+}
+
+fn end_txn(
+    net: &mut MiniNet,
+    coord: BrokerId,
+    txn_id: &str,
+    pid: ProducerId,
+    epoch: ProducerEpoch,
+    commit: bool,
+) -> ErrorCode {
+    match call(
+        net,
+        coord,
+        Request::EndTxn {
+            transactional_id: txn_id.into(),
+            producer_id: pid,
+            producer_epoch: epoch,
+            commit,
+        },
+    ) {
+        Response::Error { error } => error,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn transactions_commit_and_abort_through_the_coordinator_and_markers() {
+    let mut net = cluster(3);
+    create_topic(&mut net, "payments", 1, 3, &[]);
+    let tp = TopicPartition::new("payments", 0);
+    let coord = find_txn_coordinator(&mut net, "tx-1");
+    let (pid, epoch) = init_txn(&mut net, coord, "tx-1");
+    txn_produce(&mut net, coord, "tx-1", pid, epoch, &tp, 0, 2);
+    let leader = leader_of(&net, &tp);
+    let lso = |net: &MiniNet| {
+        net.broker(NodeId::broker(C, leader))
+            .partition(&tp)
+            .unwrap()
+            .log
+            .last_stable_offset()
+    };
+    assert_eq!(lso(&net), Offset(0), "an open transaction holds the LSO");
+    assert_eq!(
+        end_txn(&mut net, coord, "tx-1", pid, epoch, true),
+        ErrorCode::None
+    );
+    net.run_for_ms(2_000);
+    assert_eq!(
+        lso(&net),
+        Offset(3),
+        "COMMIT marker at 2 replicated: LSO = HW"
+    );
+    // A second transaction is aborted: the txn index gets an entry.
+    txn_produce(&mut net, coord, "tx-1", pid, epoch, &tp, 2, 1);
+    assert_eq!(
+        end_txn(&mut net, coord, "tx-1", pid, epoch, false),
+        ErrorCode::None
+    );
+    net.run_for_ms(2_000);
+    let log = &net
+        .broker(NodeId::broker(C, leader))
+        .partition(&tp)
+        .unwrap()
+        .log;
+    assert_eq!(log.last_stable_offset(), Offset(5));
+    assert_eq!(log.txn_index().all_aborted_txns().len(), 1);
+}
+
+#[test]
+fn a_new_producer_instance_fences_the_old_one_and_aborts_its_open_transaction() {
+    let mut net = cluster(3);
+    create_topic(&mut net, "payments", 1, 3, &[]);
+    let tp = TopicPartition::new("payments", 0);
+    let coord = find_txn_coordinator(&mut net, "tx-f");
+    let (pid, epoch) = init_txn(&mut net, coord, "tx-f");
+    txn_produce(&mut net, coord, "tx-f", pid, epoch, &tp, 0, 2);
+    // A second instance with the same transactional id: epoch bump, the open txn is aborted.
+    let (pid2, epoch2) = init_txn(&mut net, coord, "tx-f");
+    assert_eq!(pid2, pid);
+    assert!(epoch2 > epoch, "epoch bumped: {epoch:?} -> {epoch2:?}");
+    net.run_for_ms(2_000);
+    let leader = leader_of(&net, &tp);
+    let log = &net
+        .broker(NodeId::broker(C, leader))
+        .partition(&tp)
+        .unwrap()
+        .log;
+    assert_eq!(
+        log.txn_index().all_aborted_txns().len(),
+        1,
+        "the zombie's transaction was aborted"
+    );
+    assert_eq!(log.last_stable_offset(), log.high_watermark());
+    // The old instance is fenced.
+    assert_eq!(
+        end_txn(&mut net, coord, "tx-f", pid, epoch, true),
+        ErrorCode::ProducerFenced
+    );
+}
+
+#[test]
+fn a_transaction_left_open_times_out_and_is_aborted() {
+    let mut net = cluster(1);
+    create_topic(&mut net, "p", 1, 1, &[]);
+    let tp = TopicPartition::new("p", 0);
+    let coord = find_txn_coordinator(&mut net, "tx-t");
+    let (pid, epoch) = init_txn(&mut net, coord, "tx-t");
+    txn_produce(&mut net, coord, "tx-t", pid, epoch, &tp, 0, 1);
+    net.run_for_ms(25_000); // transaction.timeout.ms = 10 s, checked every 10 s
+    let log = &net
+        .broker(NodeId::broker(C, BrokerId(0)))
+        .partition(&tp)
+        .unwrap()
+        .log;
+    assert_eq!(
+        log.txn_index().all_aborted_txns().len(),
+        1,
+        "timed out and aborted"
+    );
+    assert_eq!(log.last_stable_offset(), log.high_watermark());
+}

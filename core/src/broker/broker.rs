@@ -49,6 +49,16 @@ pub(super) enum Pending {
         leader: BrokerId,
         tp: TopicPartition,
     },
+    /// Internal topics are being created.
+    CreateInternalTopics,
+    /// A producer id block is being allocated.
+    AllocateProducerIds,
+    /// Transaction markers sent for a coordinator.
+    Markers {
+        partition: i32,
+        transactional_id: String,
+        partitions: Vec<TopicPartition>,
+    },
     /// An admin request relayed to the controller for `client`.
     Forward {
         client: NodeId,
@@ -79,6 +89,7 @@ pub struct Broker {
     pub(super) timers: Timers,
     pub(super) outputs: VecDeque<Output>,
     pub(super) now: Instant,
+    pub(super) coord: super::coordinator_runtime::CoordinatorHost,
 }
 
 impl Broker {
@@ -115,6 +126,7 @@ impl Broker {
             timers: Timers::default(),
             outputs: VecDeque::new(),
             now: Instant::ZERO,
+            coord: super::coordinator_runtime::CoordinatorHost::default(),
             config,
         };
         let mut io = Vec::new();
@@ -183,6 +195,12 @@ impl Broker {
     /// All hosted partition replicas.
     pub fn partitions(&self) -> impl Iterator<Item = (&TopicPartition, &Partition)> {
         self.partitions.iter()
+    }
+
+    /// The coordinators this broker hosts.
+    #[must_use]
+    pub fn coordinators(&self) -> &super::coordinator_runtime::CoordinatorHost {
+        &self.coord
     }
 
     /// Parked operations (for tests and traces).

@@ -28,6 +28,9 @@ use crate::types::{BrokerId, LeaderEpoch, Offset, OffsetAndEpoch, Sequence, Topi
 
 impl Broker {
     pub(super) fn handle_request(&mut self, from: NodeId, id: CorrelationId, req: Request) {
+        let Some(req) = self.handle_coordinator_request(from, id, req) else {
+            return;
+        };
         match req {
             Request::Produce {
                 acks,
@@ -501,6 +504,7 @@ impl Broker {
 
     /// Tries to complete parked operations that watch `tp`.
     pub(super) fn try_complete_delayed(&mut self, tp: &TopicPartition) {
+        self.complete_coordinator_writes(tp);
         for key in self.purgatory.watching(tp) {
             self.try_complete_key(key, false);
         }

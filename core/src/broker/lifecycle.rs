@@ -34,6 +34,8 @@ impl Broker {
             TimerId::Retention => self.on_retention(),
             TimerId::ProducerExpiration => self.on_producer_expiration(),
             TimerId::Delayed(key) => self.expire_delayed(key),
+            TimerId::CoordinatorRetry => self.on_coordinator_retry(),
+            TimerId::CoordinatorTick => self.on_coordinator_tick(),
             TimerId::Partition(_) => {}
         }
     }
@@ -99,6 +101,19 @@ impl Broker {
             Pending::AlterPartition(tp) => self.on_alter_partition_failed(&tp),
             Pending::Fetch { leader, .. } => self.on_fetch_failed(leader),
             Pending::ResetOffset { leader, tp } => self.on_reset_failed(leader, &tp),
+            Pending::CreateInternalTopics => self.on_internal_topics_created(),
+            Pending::AllocateProducerIds => self.coord.pid_request_in_flight = false,
+            Pending::Markers {
+                partition,
+                transactional_id,
+                partitions,
+            } => {
+                let results = partitions
+                    .into_iter()
+                    .map(|tp| (tp, ErrorCode::RequestTimedOut))
+                    .collect();
+                self.on_markers_result(partition, &transactional_id, results);
+            }
             Pending::Forward { client, client_id } => {
                 self.respond(
                     client,
@@ -189,6 +204,25 @@ impl Broker {
                 self.on_reset_response(leader, &tp, partitions);
             }
             (Pending::Forward { client, client_id }, resp) => self.respond(client, client_id, resp),
+            (Pending::CreateInternalTopics, _) => self.on_internal_topics_created(),
+            (Pending::AllocateProducerIds, resp) => self.on_producer_ids(resp),
+            (
+                Pending::Markers {
+                    partition,
+                    transactional_id,
+                    partitions,
+                },
+                resp,
+            ) => {
+                let results = match resp {
+                    Response::PartitionErrors { results } => results,
+                    _ => partitions
+                        .into_iter()
+                        .map(|tp| (tp, ErrorCode::NotLeaderOrFollower))
+                        .collect(),
+                };
+                self.on_markers_result(partition, &transactional_id, results);
+            }
             (p, _) => self.on_request_failed(p),
         }
     }
@@ -210,6 +244,8 @@ impl Broker {
             self.now
                 .plus_millis(self.config.retention_check_interval_ms),
         );
+        self.timers
+            .set_if_earlier(TimerId::CoordinatorTick, self.now.plus_millis(1_000));
         self.timers.set_if_earlier(
             TimerId::ProducerExpiration,
             self.now
@@ -248,6 +284,7 @@ impl Broker {
             } else {
                 self.emit_all(events);
             }
+            self.on_coordinator_leadership(&tp);
         } else if p.make_follower(reg, &mut events) {
             self.emit_all(events);
             self.remove_from_fetchers(&tp);
@@ -262,10 +299,13 @@ impl Broker {
                 );
                 self.add_to_fetcher(leader, tp.clone(), FetchPart::new(state, reg.leader_epoch));
             }
+            self.on_coordinator_leadership(&tp);
         }
     }
 
     /// Creates the replica, from recovered files when they belong to this topic id.
+    ///
+    /// (Internal coordinator partitions are (un)loaded by `on_coordinator_leadership`.)
     fn ensure_partition(&mut self, tp: &TopicPartition, topic_id: TopicId) {
         if let Some(p) = self.partitions.get(tp) {
             if p.topic_id == topic_id {
@@ -343,6 +383,7 @@ impl Broker {
             p.files.delete_all(&mut io);
             self.io(io);
         }
+        self.on_coordinator_leadership(tp);
         self.hw_checkpoint.remove(tp);
         self.log_start_checkpoint.remove(tp);
     }

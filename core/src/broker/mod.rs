@@ -12,6 +12,7 @@
 #[allow(clippy::module_inception)]
 pub mod broker;
 pub mod config;
+pub mod coordinator_runtime;
 pub mod fetcher;
 mod handlers;
 mod lifecycle;

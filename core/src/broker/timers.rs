@@ -30,6 +30,10 @@ pub enum TimerId {
     ProducerExpiration,
     /// A delayed (purgatory) operation's deadline.
     Delayed(u64),
+    /// Retry deferred coordinator work (transaction markers).
+    CoordinatorRetry,
+    /// Periodic coordinator work (transaction timeouts, member expiry).
+    CoordinatorTick,
     /// Partition-specific retry.
     Partition(TopicPartition),
 }
