@@ -335,6 +335,7 @@ fn init_txn(net: &mut MiniNet, coord: BrokerId, txn_id: &str) -> (ProducerId, Pr
     panic!("InitProducerId never succeeded");
 }
 
+#[allow(clippy::too_many_arguments)]
 fn txn_produce(
     net: &mut MiniNet,
     coord: BrokerId,
