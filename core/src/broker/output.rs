@@ -184,6 +184,74 @@ pub enum Event {
         /// True for an unclean election (a declared data-loss event).
         unclean: bool,
     },
+    /// Client: a produce was acknowledged (the ghost's "acknowledged writes").
+    ProduceAcked {
+        /// Client number.
+        client: u32,
+        /// Partition.
+        tp: TopicPartition,
+        /// Offset of the first record.
+        base_offset: Offset,
+        /// Record values, in offset order (values are unique per workload record).
+        values: Vec<Bytes>,
+        /// The acks the producer used.
+        acks: i16,
+        /// Producer id (-1 for a plain producer).
+        producer_id: crate::types::ProducerId,
+        /// True for transactional writes (visible to read_committed only after COMMIT).
+        transactional: bool,
+    },
+    /// Client: a produce failed for good (after retries).
+    ProduceFailed {
+        /// Client number.
+        client: u32,
+        /// Partition.
+        tp: TopicPartition,
+        /// The last error.
+        error: crate::protocol::ErrorCode,
+    },
+    /// Client: a transaction ended.
+    TxnEnded {
+        /// Client number.
+        client: u32,
+        /// Producer id.
+        producer_id: crate::types::ProducerId,
+        /// True for commit.
+        commit: bool,
+        /// Result.
+        error: crate::protocol::ErrorCode,
+    },
+    /// Client: a consumer returned a record to its application.
+    Consumed {
+        /// Client number.
+        client: u32,
+        /// Partition.
+        tp: TopicPartition,
+        /// Offset.
+        offset: Offset,
+        /// Record value.
+        value: Bytes,
+        /// True for read_committed consumers.
+        read_committed: bool,
+    },
+    /// Client: a consumer committed offsets.
+    OffsetsCommitted {
+        /// Client number.
+        client: u32,
+        /// Group.
+        group: String,
+        /// Partition and offset.
+        offsets: Vec<(TopicPartition, Offset)>,
+    },
+    /// Client: an admin operation finished.
+    AdminResult {
+        /// Client number.
+        client: u32,
+        /// What was asked (`create_topics orders`, `elect_leaders unclean t-0`, ...).
+        operation: String,
+        /// Result.
+        error: crate::protocol::ErrorCode,
+    },
     /// Controller: a broker was fenced or unfenced.
     BrokerFencing {
         /// Broker.
