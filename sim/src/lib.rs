@@ -8,6 +8,8 @@ compile_error!(
 );
 
 pub mod disk;
+pub mod faults;
 pub mod net;
 pub mod tour;
 pub mod trace;
+pub mod world;

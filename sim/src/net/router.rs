@@ -189,7 +189,7 @@ pub(super) async fn pump<M: 'static>(router: Weak<Mutex<Router<M>>>) {
             r.pump_kicked = false;
             r.queue.first_key_value().map(|((at, _), _)| *at)
         };
-        let mut sleep = head.map(|at| Box::pin(madsim::time::sleep_until(at)));
+        let mut sleep = head.map(|at| Box::pin(crate::world::clock::sleep_exact(at)));
         poll_fn(|cx| {
             if let Some(s) = sleep.as_mut()
                 && s.as_mut().poll(cx).is_ready()
