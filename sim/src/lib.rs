@@ -7,8 +7,10 @@ compile_error!(
      A RUSTFLAGS/CARGO_ENCODED_RUSTFLAGS env var, or running cargo from outside the repo, silently drops it."
 );
 
+pub mod check;
 pub mod disk;
 pub mod faults;
+pub mod kafka;
 pub mod net;
 pub mod tour;
 pub mod trace;

@@ -1,0 +1,113 @@
+//! Ghost state (TigerBeetle's `commits`, the TLA+ specs' "true HW" and "acked values"): what
+//! the harness knows happened, kept outside the brokers and fed only by events.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use mirror_core::protocol::{ClusterIdx, NodeId};
+use mirror_core::record::RecordBatch;
+use mirror_core::types::{LeaderEpoch, Offset, TopicPartition};
+
+/// A partition of one cluster.
+pub type PartitionKey = (ClusterIdx, TopicPartition);
+
+/// Why committed data may be gone: a declared data-loss event.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DeclaredLoss {
+    /// Partition (`cluster:topic-partition`).
+    pub partition: String,
+    /// First offset of the history that was cut.
+    pub from_offset: i64,
+    /// How many committed batches were dropped from the history.
+    pub batches: usize,
+    /// Why (`unclean_election`, `unflushed_loss_on_last_isr_member`, ...).
+    pub cause: String,
+    /// When (µs).
+    pub t_micros: u64,
+}
+
+/// Ghost state of one partition.
+#[derive(Clone, Debug, Default)]
+pub struct GhostPartition {
+    /// Committed history: batches below the true HW, by base offset.
+    pub committed: BTreeMap<Offset, RecordBatch>,
+    /// The largest HW any leader exposed (since the last declared loss).
+    pub true_hw: Offset,
+    /// Declared data-loss events so far.
+    pub declared_losses: u32,
+    /// The leader of each epoch (SingleLeader).
+    pub leaders: BTreeMap<LeaderEpoch, NodeId>,
+    /// Epochs elected uncleanly (declared loss when their leader takes over).
+    pub unclean_epochs: Vec<LeaderEpoch>,
+}
+
+impl GhostPartition {
+    /// The committed batch containing `offset`.
+    #[must_use]
+    pub fn committed_batch(&self, offset: Offset) -> Option<&RecordBatch> {
+        self.committed
+            .range(..=offset)
+            .next_back()
+            .map(|(_, b)| b)
+            .filter(|b| b.last_offset() >= offset)
+    }
+
+    /// Drops history from `from` on (a declared loss); returns how many batches went.
+    pub fn cut_from(&mut self, from: Offset) -> usize {
+        let cut: Vec<Offset> = self.committed.range(from..).map(|(o, _)| *o).collect();
+        for o in &cut {
+            self.committed.remove(o);
+        }
+        // a batch straddling `from` goes too
+        if let Some((o, b)) = self
+            .committed
+            .range(..from)
+            .next_back()
+            .map(|(o, b)| (*o, b.clone()))
+            && b.last_offset() >= from
+        {
+            self.committed.remove(&o);
+        }
+        self.true_hw = self.true_hw.min(from);
+        cut.len()
+    }
+}
+
+/// An acknowledged write, as the client saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AckedWrite {
+    /// Cluster.
+    pub cluster: ClusterIdx,
+    /// Partition.
+    pub tp: TopicPartition,
+    /// Offset of the first value.
+    pub base_offset: Offset,
+    /// Values in offset order.
+    pub values: Vec<Bytes>,
+    /// acks used.
+    pub acks: i16,
+    /// Transactional write.
+    pub transactional: bool,
+    /// Event number of the ack.
+    pub event_seq: u64,
+}
+
+/// All ghost state of a run.
+#[derive(Clone, Debug, Default)]
+pub struct Ghost {
+    /// Per partition.
+    pub partitions: BTreeMap<PartitionKey, GhostPartition>,
+    /// Every acknowledged write.
+    pub acked: Vec<AckedWrite>,
+    /// Declared data-loss events.
+    pub losses: Vec<DeclaredLoss>,
+    /// Nodes whose last restart recovered less than they had (unflushed data lost).
+    pub lost_unflushed: BTreeMap<(NodeId, TopicPartition), Offset>,
+}
+
+impl Ghost {
+    /// The ghost partition (created on first use).
+    pub fn partition(&mut self, cluster: ClusterIdx, tp: &TopicPartition) -> &mut GhostPartition {
+        self.partitions.entry((cluster, tp.clone())).or_default()
+    }
+}

@@ -1,0 +1,612 @@
+//! kafka-semantics §2.3 items 1-10, checked after every event on the partition it touched
+//! (only the touched partition, so the cost per event stays small).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use mirror_core::broker::partition::Partition;
+use mirror_core::broker::{Broker, Event};
+use mirror_core::log::producer_state::ProducerStateManager;
+use mirror_core::protocol::{ClusterIdx, NodeId};
+use mirror_core::types::{LeaderEpoch, Offset, TopicPartition};
+
+use super::Violation;
+use super::ghost::{AckedWrite, DeclaredLoss, Ghost};
+use super::history::History;
+use crate::kafka::SimNode;
+use crate::world::EventCtx;
+
+/// Node states by id (the same `Arc`s the world drives).
+pub type NodeMap = BTreeMap<NodeId, Arc<Mutex<SimNode>>>;
+
+/// Trace names of nodes.
+pub type NameFn = dyn Fn(NodeId) -> String;
+
+/// The checker of a run: ghost state plus per-replica bookkeeping.
+pub struct Checker {
+    /// Ghost state.
+    pub ghost: Ghost,
+    /// Client history checks.
+    pub history: History,
+    /// Report a leader elected cleanly with committed data missing (Kafka's known loss when
+    /// the last ISR member lost unflushed data) as a violation instead of a declared loss.
+    pub strict_durability: bool,
+    first: Option<Violation>,
+    last_epoch: BTreeMap<(NodeId, TopicPartition), LeaderEpoch>,
+    leader_hw: BTreeMap<(NodeId, TopicPartition), (LeaderEpoch, Offset)>,
+    verified: BTreeMap<(NodeId, TopicPartition), Offset>,
+    events: u64,
+}
+
+impl Default for Checker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn lock(m: &Mutex<SimNode>) -> std::sync::MutexGuard<'_, SimNode> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Checker {
+    /// A fresh checker.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            ghost: Ghost::default(),
+            history: History::default(),
+            strict_durability: false,
+            first: None,
+            last_epoch: BTreeMap::new(),
+            leader_hw: BTreeMap::new(),
+            verified: BTreeMap::new(),
+            events: 0,
+        }
+    }
+
+    /// The first violation, if any.
+    #[must_use]
+    pub fn violation(&self) -> Option<&Violation> {
+        self.first.as_ref()
+    }
+
+    /// Events observed.
+    #[must_use]
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Records a violation found outside `on_event` (end-of-run validations).
+    pub fn report(&mut self, v: Violation) {
+        if self.first.is_none() {
+            self.first = Some(v);
+        }
+    }
+
+    /// Checks the invariants an event may have affected. Returns the first violation (only
+    /// once).
+    pub fn on_event(
+        &mut self,
+        ctx: &EventCtx,
+        event: &Event,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) {
+        if self.first.is_some() {
+            return;
+        }
+        self.events += 1;
+        if let Err(mut v) = self.check(ctx, event, nodes, name) {
+            v.event_seq = ctx.seq;
+            v.t_micros = ctx.t.0;
+            self.first = Some(v);
+        }
+    }
+
+    fn check(
+        &mut self,
+        ctx: &EventCtx,
+        event: &Event,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let node = ctx.node;
+        let cluster = node.cluster;
+        match event {
+            Event::LeaderElected {
+                tp,
+                leader_epoch,
+                unclean,
+                ..
+            } => {
+                if *unclean {
+                    self.ghost
+                        .partition(cluster, tp)
+                        .unclean_epochs
+                        .push(*leader_epoch);
+                }
+                Ok(())
+            }
+            Event::BecameLeader {
+                tp, leader_epoch, ..
+            } => {
+                self.check_epoch(node, tp, *leader_epoch, name)?;
+                let g = self.ghost.partition(cluster, tp);
+                if let Some(other) = g.leaders.insert(*leader_epoch, node)
+                    && other != node
+                {
+                    return Err(Violation::new(
+                        "single_leader",
+                        name(node),
+                        Some(tp),
+                        None,
+                        format!(
+                            "{} and {} both led epoch {leader_epoch}",
+                            name(other),
+                            name(node)
+                        ),
+                    ));
+                }
+                self.on_new_leader(ctx, cluster, node, tp, *leader_epoch, nodes, name)?;
+                self.check_replica(ctx, node, tp, nodes, name, true)
+            }
+            Event::BecameFollower {
+                tp, leader_epoch, ..
+            } => {
+                self.check_epoch(node, tp, *leader_epoch, name)?;
+                self.check_replica(ctx, node, tp, nodes, name, false)
+            }
+            Event::Appended {
+                tp,
+                base_offset,
+                epoch,
+                ..
+            } => {
+                let r = with_partition(nodes, node, tp, |p| {
+                    let cached = p.log.epoch_cache().epoch_for_offset(*base_offset);
+                    (cached == Some(*epoch)).then_some(()).ok_or(cached)
+                });
+                if let Some(Err(cached)) = r {
+                    return Err(Violation::new(
+                        "epoch_cache_well_formed",
+                        name(node),
+                        Some(tp),
+                        Some(*base_offset),
+                        format!("batch epoch {epoch} but the cache says {cached:?}"),
+                    ));
+                }
+                self.check_replica(ctx, node, tp, nodes, name, false)
+            }
+            Event::Truncated {
+                tp,
+                to,
+                high_watermark_before,
+                cause,
+                ..
+            } => {
+                let g = self.ghost.partition(cluster, tp);
+                if *to < *high_watermark_before && g.declared_losses == 0 {
+                    return Err(Violation::new(
+                        "no_truncation_below_hw",
+                        name(node),
+                        Some(tp),
+                        Some(*to),
+                        format!(
+                            "truncated to {to} below its HW {high_watermark_before} ({cause:?}) with no declared data loss"
+                        ),
+                    ));
+                }
+                let key = (node, tp.clone());
+                if let Some(v) = self.verified.get_mut(&key) {
+                    *v = (*v).min(*to);
+                }
+                self.check_replica(ctx, node, tp, nodes, name, true)
+            }
+            Event::TruncatedFully { tp, start, .. } => {
+                self.verified.insert((node, tp.clone()), *start);
+                self.check_replica(ctx, node, tp, nodes, name, true)
+            }
+            Event::LogRecovered {
+                tp, log_end_offset, ..
+            } => {
+                // Unflushed data may be gone: note it (Kafka relies on replication, not fsync).
+                self.ghost
+                    .lost_unflushed
+                    .insert((node, tp.clone()), *log_end_offset);
+                self.verified.remove(&(node, tp.clone()));
+                self.last_epoch.remove(&(node, tp.clone()));
+                self.leader_hw.retain(|(n, t), _| !(*n == node && t == tp));
+                self.check_replica(ctx, node, tp, nodes, name, true)
+            }
+            Event::Registered { .. } => {
+                // A new incarnation: in-memory epochs restart from metadata.
+                self.last_epoch.retain(|(n, _), _| *n != node);
+                self.leader_hw.retain(|(n, _), _| *n != node);
+                Ok(())
+            }
+            Event::HighWatermarkChanged { tp, high_watermark } => {
+                self.on_hw(ctx, node, tp, *high_watermark, nodes, name)?;
+                self.check_replica(ctx, node, tp, nodes, name, false)
+            }
+            Event::LogStartChanged { tp, .. } | Event::IsrChanged { tp, .. } => {
+                self.check_replica(ctx, node, tp, nodes, name, true)
+            }
+            Event::ProduceAcked {
+                tp,
+                base_offset,
+                values,
+                acks,
+                transactional,
+                ..
+            } => {
+                self.ghost.acked.push(AckedWrite {
+                    cluster,
+                    tp: tp.clone(),
+                    base_offset: *base_offset,
+                    values: values.clone(),
+                    acks: *acks,
+                    transactional: *transactional,
+                    event_seq: ctx.seq,
+                });
+                Ok(())
+            }
+            Event::Consumed {
+                client,
+                tp,
+                offset,
+                value,
+                ..
+            } => self.history.on_consumed(
+                cluster,
+                *client,
+                tp,
+                *offset,
+                value,
+                &self.ghost,
+                &name(node),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_epoch(
+        &mut self,
+        node: NodeId,
+        tp: &TopicPartition,
+        epoch: LeaderEpoch,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let key = (node, tp.clone());
+        if let Some(prev) = self.last_epoch.get(&key)
+            && epoch < *prev
+        {
+            return Err(Violation::new(
+                "monotonic_epoch",
+                name(node),
+                Some(tp),
+                None,
+                format!("leader epoch went from {prev} to {epoch}"),
+            ));
+        }
+        self.last_epoch.insert(key, epoch);
+        Ok(())
+    }
+
+    /// A new leader: a clean one must hold the committed history; an unclean one (or one that
+    /// lost unflushed data while being the last ISR member) cuts it: a declared loss.
+    #[allow(clippy::too_many_arguments)]
+    fn on_new_leader(
+        &mut self,
+        ctx: &EventCtx,
+        cluster: ClusterIdx,
+        node: NodeId,
+        tp: &TopicPartition,
+        epoch: LeaderEpoch,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let Some(first_diff) = with_partition(nodes, node, tp, |p| {
+            let g = self.ghost.partitions.get(&(cluster, tp.clone()));
+            g.and_then(|g| first_difference(p, &g.committed))
+        }) else {
+            return Ok(());
+        };
+        let Some(from) = first_diff else {
+            return Ok(());
+        };
+        let unclean = self
+            .ghost
+            .partition(cluster, tp)
+            .unclean_epochs
+            .contains(&epoch);
+        let lost_unflushed = self.ghost.lost_unflushed.contains_key(&(node, tp.clone()));
+        let cause = if unclean {
+            "unclean_election"
+        } else if lost_unflushed && !self.strict_durability {
+            "unflushed_loss_on_last_isr_member"
+        } else {
+            return Err(Violation::new(
+                "leader_completeness",
+                name(node),
+                Some(tp),
+                Some(from),
+                format!(
+                    "cleanly elected in epoch {epoch} but missing committed data from offset {from}"
+                ),
+            ));
+        };
+        let g = self.ghost.partition(cluster, tp);
+        let batches = g.cut_from(from);
+        g.declared_losses += 1;
+        self.ghost.losses.push(DeclaredLoss {
+            partition: format!("{}:{tp}", cluster.0),
+            from_offset: from.0,
+            batches,
+            cause: cause.to_string(),
+            t_micros: ctx.t.0,
+        });
+        // every replica must be re-verified against the cut history
+        self.verified.retain(|(_, t), _| t != tp);
+        Ok(())
+    }
+
+    fn on_hw(
+        &mut self,
+        ctx: &EventCtx,
+        node: NodeId,
+        tp: &TopicPartition,
+        hw: Offset,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let cluster = node.cluster;
+        let Some((is_leader, epoch)) =
+            with_partition(nodes, node, tp, |p| (p.is_leader(), p.leader_epoch))
+        else {
+            return Ok(());
+        };
+        if is_leader {
+            let key = (node, tp.clone());
+            if let Some((e, prev)) = self.leader_hw.get(&key)
+                && *e == epoch
+                && hw < *prev
+            {
+                return Err(Violation::new(
+                    "monotonic_hw",
+                    name(node),
+                    Some(tp),
+                    Some(hw),
+                    format!("leader HW went back from {prev} to {hw} in epoch {epoch}"),
+                ));
+            }
+            self.leader_hw.insert(key, (epoch, hw));
+            // extend the committed history with the leader's batches below the new HW
+            let g = self.ghost.partition(cluster, tp);
+            if hw > g.true_hw {
+                let from = g.true_hw;
+                let batches = with_partition(nodes, node, tp, |p| {
+                    p.log
+                        .batches()
+                        .filter(|b| b.last_offset() >= from && b.last_offset() < hw)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+                let g = self.ghost.partition(cluster, tp);
+                for b in batches {
+                    g.committed.entry(b.base_offset()).or_insert(b);
+                }
+                g.true_hw = hw;
+            }
+        }
+        let _ = ctx;
+        self.verify_prefix(node, tp, nodes, name)
+    }
+
+    /// LogMatching / StrongIsr: the replica's batches below its HW equal the committed history.
+    fn verify_prefix(
+        &mut self,
+        node: NodeId,
+        tp: &TopicPartition,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let cluster = node.cluster;
+        let key = (node, tp.clone());
+        let from = self.verified.get(&key).copied().unwrap_or(Offset(0));
+        let Some(g) = self.ghost.partitions.get(&(cluster, tp.clone())) else {
+            return Ok(());
+        };
+        let res = with_partition(nodes, node, tp, |p| {
+            let upto = p.log.high_watermark().min(g.true_hw);
+            for b in p
+                .log
+                .batches()
+                .filter(|b| b.last_offset() >= from && b.last_offset() < upto)
+            {
+                if let Some(c) = g.committed.get(&b.base_offset())
+                    && c != b
+                {
+                    return Err(b.base_offset());
+                }
+            }
+            Ok(upto)
+        });
+        match res {
+            Some(Ok(upto)) => {
+                self.verified.insert(key, upto.max(from));
+                Ok(())
+            }
+            Some(Err(o)) => Err(Violation::new(
+                "log_matching",
+                name(node),
+                Some(tp),
+                Some(o),
+                "batch below the HW differs from the committed history",
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Local invariants of one replica: bounds, cache, LSO, and (on structural events)
+    /// producer state against replay.
+    fn check_replica(
+        &mut self,
+        ctx: &EventCtx,
+        node: NodeId,
+        tp: &TopicPartition,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+        deep: bool,
+    ) -> Result<(), Violation> {
+        let now_ms = ctx.t.as_millis();
+        let r = with_partition(nodes, node, tp, |p| replica_violation(p, deep, now_ms));
+        match r {
+            Some(Some((inv, off, detail))) => {
+                Err(Violation::new(inv, name(node), Some(tp), off, detail))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// First committed batch the replica does not hold identically (below the true HW).
+fn first_difference(
+    p: &Partition,
+    committed: &BTreeMap<Offset, mirror_core::record::RecordBatch>,
+) -> Option<Offset> {
+    for (base, b) in committed {
+        if *base < p.log.log_start_offset() && b.last_offset() < p.log.log_start_offset() {
+            continue; // deleted by retention on this replica
+        }
+        match p.log.batch_containing(*base) {
+            Some(mine) if mine == b => {}
+            _ => return Some(*base),
+        }
+    }
+    None
+}
+
+fn replica_violation(
+    p: &Partition,
+    deep: bool,
+    now_ms: i64,
+) -> Option<(&'static str, Option<Offset>, String)> {
+    let log = &p.log;
+    let (ls, lso, hw, leo) = (
+        log.log_start_offset(),
+        log.last_stable_offset(),
+        log.high_watermark(),
+        log.log_end_offset(),
+    );
+    if !(ls <= lso && lso <= hw && hw <= leo) {
+        return Some((
+            "offset_bounds",
+            None,
+            format!("logStart={ls} lso={lso} hw={hw} leo={leo}"),
+        ));
+    }
+    if let Some(l) = p.leader_state() {
+        let maximal = l.isr.maximal_isr();
+        for (b, st) in &l.followers {
+            if maximal.contains(b)
+                && st.log_end_offset.0 >= 0
+                && hw > st.log_end_offset
+                && hw > l.leader_epoch_start_offset
+            {
+                return Some((
+                    "offset_bounds",
+                    Some(hw),
+                    format!(
+                        "leader HW {hw} above ISR follower {b}'s LEO {}",
+                        st.log_end_offset
+                    ),
+                ));
+            }
+        }
+    }
+    let fu = log
+        .producer_state()
+        .first_unstable_offset()
+        .map(|o| o.max(ls));
+    let expect = match fu {
+        Some(o) if o < hw => o,
+        _ => hw,
+    };
+    if lso != expect {
+        return Some((
+            "lso_formula",
+            Some(lso),
+            format!("LSO {lso} but min(firstUnstable {fu:?}, HW {hw}) = {expect}"),
+        ));
+    }
+    if deep {
+        if let Err((o, cached, batch)) = log.epoch_cache_matches_batches() {
+            return Some((
+                "epoch_cache_well_formed",
+                Some(o),
+                format!("batch epoch {batch} but the cache says {cached:?}"),
+            ));
+        }
+        if let Some(first) = log.epoch_cache().earliest_entry()
+            && first.start_offset < ls
+        {
+            return Some((
+                "epoch_cache_well_formed",
+                Some(first.start_offset),
+                "cache entry below the log start".into(),
+            ));
+        }
+        if let Some(d) =
+            producer_state_difference(log.producer_state(), &log.replayed_producer_state(), now_ms)
+        {
+            return Some(("producer_state_is_replay", None, d));
+        }
+    }
+    None
+}
+
+/// Compares live producer state with the replay, allowing producers that expired.
+fn producer_state_difference(
+    live: &ProducerStateManager,
+    replay: &ProducerStateManager,
+    now_ms: i64,
+) -> Option<String> {
+    for (pid, e) in live.active_producers() {
+        match replay.active_producers().get(pid) {
+            Some(r)
+                if r.producer_epoch == e.producer_epoch
+                    && r.last_seq() == e.last_seq()
+                    && r.current_txn_first_offset == e.current_txn_first_offset => {}
+            other => return Some(format!("producer {pid}: live {e:?} replay {other:?}")),
+        }
+    }
+    for (pid, r) in replay.active_producers() {
+        if !live.active_producers().contains_key(pid) && !replay.is_producer_expired(r, now_ms) {
+            return Some(format!(
+                "producer {pid} in the replay but not live (not expired)"
+            ));
+        }
+    }
+    if live.ongoing_txns() != replay.ongoing_txns() {
+        return Some(format!(
+            "ongoing txns differ: live {:?} replay {:?}",
+            live.ongoing_txns(),
+            replay.ongoing_txns()
+        ));
+    }
+    None
+}
+
+/// Runs `f` on a broker's replica of `tp`, if the node is a broker hosting it.
+pub fn with_partition<R>(
+    nodes: &NodeMap,
+    node: NodeId,
+    tp: &TopicPartition,
+    f: impl FnOnce(&Partition) -> R,
+) -> Option<R> {
+    let arc = nodes.get(&node)?;
+    let guard = lock(arc);
+    let b: &Broker = guard.as_broker()?;
+    b.partition(tp).map(f)
+}

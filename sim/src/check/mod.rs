@@ -1,0 +1,133 @@
+//! Checkers: they observe events and inspect node state, never change anything (style.md §3).
+//!
+//! - [`ghost`]: ghost state kept by the harness: committed history per partition (true HW),
+//!   acknowledged writes, consumed records, declared data-loss events.
+//! - [`log_invariants`]: kafka-semantics §2.3 items 1-10, checked after every event on the
+//!   partition the event touched.
+//! - [`history`]: what clients saw (Jepsen-style): acknowledged writes not lost, consumers
+//!   reading committed data in order without duplicates.
+//!
+//! The first [`Violation`] stops the run; it names the invariant, node, partition, offset and
+//! event number.
+
+pub mod ghost;
+pub mod history;
+pub mod log_invariants;
+
+use std::fmt;
+
+use mirror_core::types::{Offset, TopicPartition};
+
+/// A broken invariant.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Violation {
+    /// The invariant's name (`log_matching`, `no_lost_acked_write`, ...).
+    pub invariant: String,
+    /// The node where it broke (trace name).
+    pub node: String,
+    /// The partition, if any.
+    pub partition: Option<String>,
+    /// The offset, if any.
+    pub offset: Option<i64>,
+    /// The event number (trace sequence) after which it was detected.
+    pub event_seq: u64,
+    /// Simulated time in microseconds.
+    pub t_micros: u64,
+    /// What was seen.
+    pub detail: String,
+}
+
+impl Violation {
+    /// Builds a violation.
+    #[must_use]
+    pub fn new(
+        invariant: &str,
+        node: impl Into<String>,
+        tp: Option<&TopicPartition>,
+        offset: Option<Offset>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            invariant: invariant.to_string(),
+            node: node.into(),
+            partition: tp.map(ToString::to_string),
+            offset: offset.map(|o| o.0),
+            event_seq: 0,
+            t_micros: 0,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invariant {} broken at event #{} on {}",
+            self.invariant, self.event_seq, self.node
+        )?;
+        if let Some(p) = &self.partition {
+            write!(f, " {p}")?;
+        }
+        if let Some(o) = self.offset {
+            write!(f, " offset {o}")?;
+        }
+        write!(f, ": {}", self.detail)
+    }
+}
+
+/// The names of every invariant and validation, for `mirrorsim list`.
+pub const INVARIANTS: &[(&str, &str)] = &[
+    (
+        "epoch_cache_well_formed",
+        "cache strictly increasing, within [logStart, LEO], matching every batch's epoch",
+    ),
+    (
+        "offset_bounds",
+        "logStart <= LSO <= HW <= LEO on every replica; leader HW <= follower LEOs it counted",
+    ),
+    (
+        "log_matching",
+        "every replica's data below its HW equals the committed history at the same offsets",
+    ),
+    (
+        "leader_completeness",
+        "a cleanly elected leader holds the whole committed history (LEO >= true HW)",
+    ),
+    (
+        "monotonic_hw",
+        "a leader's HW never decreases in its tenure; the true HW never decreases without a declared loss",
+    ),
+    (
+        "monotonic_epoch",
+        "a replica's leader epoch never decreases",
+    ),
+    (
+        "single_leader",
+        "at most one broker leads a partition in a given leader epoch",
+    ),
+    (
+        "no_truncation_below_hw",
+        "no replica truncates below its HW unless the partition had a declared data loss",
+    ),
+    (
+        "consistent_read",
+        "every record a consumer read below the HW is the committed record at that offset",
+    ),
+    (
+        "producer_state_is_replay",
+        "producer state equals the replay of the retained log (minus expired producers)",
+    ),
+    (
+        "lso_formula",
+        "LSO = min(first unstable offset, HW), and LSO = HW with no open transaction",
+    ),
+    (
+        "no_lost_acked_write",
+        "at the end, every acks=all write with no declared loss is in the log at its offset",
+    ),
+    (
+        "consumer_order",
+        "a consumer session reads offsets strictly increasing with no duplicates",
+    ),
+];

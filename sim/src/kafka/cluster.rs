@@ -1,0 +1,405 @@
+//! [`KafkaWorld`]: clusters of real brokers and a controller each, clients, the checker wired
+//! as the world's observer, and the Kafka-level faults.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mirror_core::broker::{Broker, BrokerConfig, Node};
+use mirror_core::controller::{Controller, ControllerConfig};
+use mirror_core::protocol::messages::CreatableTopic;
+use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId, NodeRole, Request, Response};
+use mirror_core::types::{BrokerId, Offset, TopicPartition};
+
+use super::oneshot::{OneShot, ResponseSlot};
+use super::sim_node::SimNode;
+use crate::check::Violation;
+use crate::check::history::check_no_lost_acked_writes;
+use crate::check::log_invariants::{Checker, NodeMap};
+use crate::net::NetConfig;
+use crate::world::{Boot, ClusterConfig, World, WorldConfig};
+
+/// Broker settings a world may vary.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BrokerTuning {
+    /// Cluster default `min.insync.replicas`.
+    pub min_insync_replicas: usize,
+    /// `log.flush.interval.ms` (`None` = never, Kafka's default).
+    pub log_flush_interval_ms: Option<i64>,
+    /// `log.segment.bytes`.
+    pub segment_bytes: usize,
+    /// `replica.lag.time.max.ms`.
+    pub replica_lag_time_max_ms: i64,
+    /// KIP-966 HW gate.
+    pub kip966_min_isr_gate: bool,
+}
+
+impl Default for BrokerTuning {
+    fn default() -> Self {
+        Self {
+            min_insync_replicas: 1,
+            log_flush_interval_ms: None,
+            segment_bytes: 64 * 1024,
+            replica_lag_time_max_ms: 30_000,
+            kip966_min_isr_gate: true,
+        }
+    }
+}
+
+/// One cluster.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClusterSpec {
+    /// Name (`src`, `dst`).
+    pub name: String,
+    /// Broker count.
+    pub brokers: u16,
+    /// Default replication factor (capped at the broker count).
+    pub default_replication_factor: i16,
+    /// Cluster default for unclean elections.
+    pub unclean_leader_election_enable: bool,
+    /// Broker settings.
+    pub tuning: BrokerTuning,
+}
+
+impl ClusterSpec {
+    /// A cluster with Kafka defaults and RF = min(3, brokers).
+    #[must_use]
+    pub fn new(name: &str, brokers: u16) -> Self {
+        Self {
+            name: name.into(),
+            brokers,
+            default_replication_factor: i16::try_from(brokers.min(3)).unwrap_or(3),
+            unclean_leader_election_enable: false,
+            tuning: BrokerTuning::default(),
+        }
+    }
+}
+
+/// The whole world.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KafkaWorldSpec {
+    /// Clusters.
+    pub clusters: Vec<ClusterSpec>,
+    /// Network.
+    #[serde(skip)]
+    pub net: NetConfig,
+}
+
+type ClientMaker = Box<dyn Fn(&Boot) -> Box<dyn Node + Send> + Send + Sync>;
+
+/// A running Kafka world.
+#[derive(Clone)]
+pub struct KafkaWorld {
+    /// The simulated world.
+    pub world: World<SimNode>,
+    /// The checker (ghost state and invariants).
+    pub checker: Arc<Mutex<Checker>>,
+    nodes: Arc<Mutex<NodeMap>>,
+    clients: Arc<Mutex<BTreeMap<NodeId, ClientMaker>>>,
+    next_client: Arc<Mutex<u32>>,
+    spec: Arc<KafkaWorldSpec>,
+}
+
+fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn broker_config(cluster: ClusterIdx, id: BrokerId, spec: &ClusterSpec) -> BrokerConfig {
+    let mut c = BrokerConfig::new(cluster, id);
+    c.min_insync_replicas = spec.tuning.min_insync_replicas;
+    c.log_flush_interval_ms = spec.tuning.log_flush_interval_ms;
+    c.segment_bytes = spec.tuning.segment_bytes;
+    c.replica_lag_time_max_ms = spec.tuning.replica_lag_time_max_ms;
+    c.kip966_min_isr_gate = spec.tuning.kip966_min_isr_gate;
+    c.unclean_leader_election_enable = spec.unclean_leader_election_enable;
+    c
+}
+
+impl KafkaWorld {
+    /// Builds and starts every cluster. Call from the run's main task.
+    #[must_use]
+    pub fn start(spec: KafkaWorldSpec) -> Self {
+        let config = WorldConfig::new(
+            spec.clusters
+                .iter()
+                .map(|c| ClusterConfig::new(c.name.clone(), c.brokers))
+                .collect(),
+            spec.net.clone(),
+        );
+        let world: World<SimNode> = World::new(config);
+        let checker = Arc::new(Mutex::new(Checker::new()));
+        let nodes: Arc<Mutex<NodeMap>> = Arc::new(Mutex::new(BTreeMap::new()));
+        let clients: Arc<Mutex<BTreeMap<NodeId, ClientMaker>>> =
+            Arc::new(Mutex::new(BTreeMap::new()));
+        let spec = Arc::new(spec);
+        {
+            let checker = Arc::clone(&checker);
+            let nodes = Arc::clone(&nodes);
+            let names = world.names().clone();
+            world.set_observer(move |ctx, event| {
+                let nodes = lock(&nodes).clone();
+                let name = |n: NodeId| names.node(n);
+                lock(&checker).on_event(ctx, event, &nodes, &name);
+            });
+        }
+        {
+            let spec = Arc::clone(&spec);
+            let clients = Arc::clone(&clients);
+            world.start(move |boot: &Boot| {
+                let cluster = &spec.clusters[usize::from(boot.id.cluster.0)];
+                match boot.id.role {
+                    NodeRole::Controller => {
+                        let mut cc = ControllerConfig::new(boot.id.cluster);
+                        cc.default_replication_factor = cluster.default_replication_factor;
+                        cc.unclean_leader_election_enable = cluster.unclean_leader_election_enable;
+                        cc.min_insync_replicas = cluster.tuning.min_insync_replicas;
+                        SimNode::Controller(Box::new(Controller::new(cc, boot.metadata.clone())))
+                    }
+                    NodeRole::Broker(id) => SimNode::Broker(Box::new(Broker::new(
+                        broker_config(boot.id.cluster, id, cluster),
+                        boot.incarnation,
+                        boot.disk_image.clone(),
+                    ))),
+                    NodeRole::Client(_) => {
+                        let makers = lock(&clients);
+                        let make = makers
+                            .get(&boot.id)
+                            .expect("client registered before start");
+                        SimNode::Client(make(boot))
+                    }
+                }
+            });
+        }
+        {
+            let mut map = lock(&nodes);
+            for id in world.configured_nodes() {
+                map.insert(id, world.node_state(id));
+            }
+        }
+        Self {
+            world,
+            checker,
+            nodes,
+            clients,
+            next_client: Arc::new(Mutex::new(0)),
+            spec,
+        }
+    }
+
+    /// The world's spec.
+    #[must_use]
+    pub fn spec(&self) -> &KafkaWorldSpec {
+        &self.spec
+    }
+
+    /// Broker ids of a cluster (1-based).
+    #[must_use]
+    pub fn broker_ids(&self, cluster: ClusterIdx) -> Vec<BrokerId> {
+        let n = self.spec.clusters[usize::from(cluster.0)].brokers;
+        (1..=n).map(|b| BrokerId(i32::from(b))).collect()
+    }
+
+    /// Starts a client node built by `make` (also on restarts).
+    pub fn add_client(
+        &self,
+        cluster: ClusterIdx,
+        make: impl Fn(&Boot) -> Box<dyn Node + Send> + Send + Sync + 'static,
+    ) -> NodeId {
+        let n = {
+            let mut next = lock(&self.next_client);
+            *next += 1;
+            *next
+        };
+        let id = NodeId::client(cluster, n);
+        lock(&self.clients).insert(id, Box::new(make));
+        self.world.start_node(id);
+        id
+    }
+
+    /// Sleeps `ms` of simulated time.
+    pub async fn run_for_ms(&self, ms: u64) {
+        madsim::time::sleep(Duration::from_millis(ms)).await;
+    }
+
+    /// Polls `cond` every 10 ms of simulated time for up to `timeout_ms`; true if it held.
+    pub async fn wait_until(
+        &self,
+        timeout_ms: u64,
+        mut cond: impl FnMut(&KafkaWorld) -> bool,
+    ) -> bool {
+        let mut waited = 0;
+        while waited <= timeout_ms {
+            if cond(self) {
+                return true;
+            }
+            madsim::time::sleep(Duration::from_millis(10)).await;
+            waited += 10;
+        }
+        cond(self)
+    }
+
+    /// Sends one admin request to the cluster's live brokers and waits for the answer.
+    pub async fn admin(&self, cluster: ClusterIdx, req: Request) -> Option<Response> {
+        let slot: ResponseSlot = Arc::new(Mutex::new(None));
+        let brokers = self.broker_ids(cluster);
+        let s2 = Arc::clone(&slot);
+        self.add_client(cluster, move |boot| {
+            Box::new(OneShot::new(
+                boot.id,
+                brokers.clone(),
+                req.clone(),
+                Arc::clone(&s2),
+                5_000,
+            ))
+        });
+        let got = self.wait_until(60_000, |_| lock(&slot).is_some()).await;
+        if got { lock(&slot).take() } else { None }
+    }
+
+    /// Creates a topic and waits until every partition has a leader.
+    pub async fn create_topic(
+        &self,
+        cluster: ClusterIdx,
+        name: &str,
+        partitions: i32,
+        rf: i16,
+        configs: &[(&str, &str)],
+    ) -> ErrorCode {
+        let req = Request::CreateTopics {
+            topics: vec![CreatableTopic {
+                name: name.into(),
+                num_partitions: partitions,
+                replication_factor: rf,
+                configs: configs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                topic_id: None,
+            }],
+        };
+        let err = match self.admin(cluster, req).await {
+            Some(Response::TopicErrors { results }) => results
+                .first()
+                .map_or(ErrorCode::UnknownServerError, |r| r.1),
+            Some(Response::Error { error }) => error,
+            _ => ErrorCode::RequestTimedOut,
+        };
+        if err.is_ok() {
+            let n = name.to_string();
+            self.wait_until(30_000, |w| {
+                (0..partitions).all(|p| {
+                    w.leader(cluster, &TopicPartition::new(n.as_str(), p))
+                        .is_some()
+                })
+            })
+            .await;
+        }
+        err
+    }
+
+    /// The partition leader per the controller.
+    #[must_use]
+    pub fn leader(&self, cluster: ClusterIdx, tp: &TopicPartition) -> Option<BrokerId> {
+        let arc = self.world.node_state(NodeId::controller(cluster));
+        let g = lock(&arc);
+        g.as_controller()?.image().partition(tp)?.leader
+    }
+
+    /// Runs `f` on a broker.
+    pub fn with_broker<R>(
+        &self,
+        cluster: ClusterIdx,
+        id: BrokerId,
+        f: impl FnOnce(&Broker) -> R,
+    ) -> Option<R> {
+        let arc = self.world.node_state(NodeId::broker(cluster, id));
+        let g = lock(&arc);
+        g.as_broker().map(f)
+    }
+
+    /// LEO and HW of a replica.
+    #[must_use]
+    pub fn replica_offsets(
+        &self,
+        cluster: ClusterIdx,
+        id: BrokerId,
+        tp: &TopicPartition,
+    ) -> Option<(Offset, Offset)> {
+        self.with_broker(cluster, id, |b| {
+            b.partition(tp)
+                .map(|p| (p.log.log_end_offset(), p.log.high_watermark()))
+        })
+        .flatten()
+    }
+
+    /// Kafka-level fault: an unclean election for `tp` (the partition must have no leader).
+    pub async fn unclean_election(&self, cluster: ClusterIdx, tp: &TopicPartition) -> ErrorCode {
+        let req = Request::ElectLeaders {
+            partitions: vec![tp.clone()],
+            unclean: true,
+        };
+        match self.admin(cluster, req).await {
+            Some(Response::PartitionErrors { results }) => results
+                .first()
+                .map_or(ErrorCode::UnknownServerError, |r| r.1),
+            Some(Response::Error { error }) => error,
+            _ => ErrorCode::RequestTimedOut,
+        }
+    }
+
+    /// Kafka-level fault: DeleteRecords before `offset` on the leader.
+    pub async fn delete_records(
+        &self,
+        cluster: ClusterIdx,
+        tp: &TopicPartition,
+        offset: Offset,
+    ) -> ErrorCode {
+        let Some(leader) = self.leader(cluster, tp) else {
+            return ErrorCode::LeaderNotAvailable;
+        };
+        let slot: ResponseSlot = Arc::new(Mutex::new(None));
+        let s2 = Arc::clone(&slot);
+        let req = Request::DeleteRecords {
+            partitions: vec![(tp.clone(), offset)],
+            timeout_ms: 30_000,
+        };
+        self.add_client(cluster, move |boot| {
+            Box::new(OneShot::new(
+                boot.id,
+                vec![leader],
+                req.clone(),
+                Arc::clone(&s2),
+                5_000,
+            ))
+        });
+        self.wait_until(30_000, |_| lock(&slot).is_some()).await;
+        match lock(&slot).take() {
+            Some(Response::DeleteRecords { partitions }) => partitions
+                .first()
+                .map_or(ErrorCode::UnknownServerError, |p| p.1),
+            _ => ErrorCode::RequestTimedOut,
+        }
+    }
+
+    /// The first violation so far.
+    #[must_use]
+    pub fn violation(&self) -> Option<Violation> {
+        lock(&self.checker).violation().cloned()
+    }
+
+    /// End-of-run validations (call after the liveness phase); returns the first violation
+    /// of the whole run.
+    #[must_use]
+    pub fn finish(&self) -> Option<Violation> {
+        let nodes = lock(&self.nodes).clone();
+        let names = self.world.names().clone();
+        let name = |n: NodeId| names.node(n);
+        let mut c = lock(&self.checker);
+        if c.violation().is_none()
+            && let Err(v) = check_no_lost_acked_writes(&c.ghost, &nodes, &name)
+        {
+            c.report(v);
+        }
+        c.violation().cloned()
+    }
+}
