@@ -44,6 +44,9 @@ pub struct BrokerConfig {
     /// KIP-966: no HW advance while the ISR is below min.insync.replicas (switch off to
     /// model older brokers).
     pub kip966_min_isr_gate: bool,
+    /// Ablation (a broken rule, for proving the checkers have teeth): the leader advances its
+    /// HW to its own LEO without waiting for the ISR. Never on in a real design.
+    pub ablation_hw_ignores_isr: bool,
 }
 
 impl BrokerConfig {
@@ -69,6 +72,7 @@ impl BrokerConfig {
             min_insync_replicas: 1,
             unclean_leader_election_enable: false,
             kip966_min_isr_gate: true,
+            ablation_hw_ignores_isr: false,
         }
     }
 }

@@ -180,10 +180,17 @@ impl Broker {
         let now_ms = self.now.as_millis();
         let lag = self.config.replica_lag_time_max_ms;
         let image = &self.image;
+        let ignore_isr = self.config.ablation_hw_ignores_isr;
         let Some(p) = self.partitions.get_mut(tp) else {
             return;
         };
-        if let Some(hw) = p.maybe_increment_hw(|b| image.is_broker_active(b), now_ms, lag, &cfg) {
+        let new_hw = if ignore_isr && p.is_leader() {
+            let leo = p.log.log_end_offset();
+            p.log.maybe_increment_high_watermark(leo).ok().flatten()
+        } else {
+            p.maybe_increment_hw(|b| image.is_broker_active(b), now_ms, lag, &cfg)
+        };
+        if let Some(hw) = new_hw {
             self.emit(Event::HighWatermarkChanged {
                 tp: tp.clone(),
                 high_watermark: hw,

@@ -32,6 +32,9 @@ pub struct BrokerTuning {
     pub replica_lag_time_max_ms: i64,
     /// KIP-966 HW gate.
     pub kip966_min_isr_gate: bool,
+    /// Planted bug: leaders ignore the ISR when advancing the HW (checker teeth).
+    #[serde(default)]
+    pub ablation_hw_ignores_isr: bool,
 }
 
 impl Default for BrokerTuning {
@@ -42,6 +45,7 @@ impl Default for BrokerTuning {
             segment_bytes: 64 * 1024,
             replica_lag_time_max_ms: 30_000,
             kip966_min_isr_gate: true,
+            ablation_hw_ignores_isr: false,
         }
     }
 }
@@ -111,6 +115,7 @@ fn broker_config(cluster: ClusterIdx, id: BrokerId, spec: &ClusterSpec) -> Broke
     c.segment_bytes = spec.tuning.segment_bytes;
     c.replica_lag_time_max_ms = spec.tuning.replica_lag_time_max_ms;
     c.kip966_min_isr_gate = spec.tuning.kip966_min_isr_gate;
+    c.ablation_hw_ignores_isr = spec.tuning.ablation_hw_ignores_isr;
     c.unclean_leader_election_enable = spec.unclean_leader_election_enable;
     c
 }
