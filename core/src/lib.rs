@@ -18,6 +18,7 @@ pub mod broker;
 pub mod controller;
 pub mod coordinator;
 pub mod log;
+pub mod mirror;
 pub mod protocol;
 pub mod record;
 pub mod replication;

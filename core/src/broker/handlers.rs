@@ -86,8 +86,16 @@ impl Broker {
             | Request::DeleteTopics { .. }
             | Request::CreatePartitions { .. }
             | Request::ElectLeaders { .. }
-            | Request::IncrementalAlterConfigs { .. }) => {
-                // Kafka forwards admin requests to the active controller (EnvelopeRequest).
+            | Request::IncrementalAlterConfigs { .. }
+            | Request::CreateMirror { .. }
+            | Request::DeleteMirror { .. }
+            | Request::StartMirrorTopics { .. }
+            | Request::StopMirrorTopics { .. }
+            | Request::PauseMirrorTopics { .. }
+            | Request::ResumeMirrorTopics { .. }
+            | Request::ListMirrors { .. }) => {
+                // Kafka forwards admin requests to the active controller (EnvelopeRequest);
+                // KIP-1279's mirror admin requests go the same way (spec kip1279.md A.1).
                 let controller = self.controller();
                 self.send_request(
                     controller,
@@ -99,6 +107,17 @@ impl Broker {
                     0,
                 );
             }
+            // KIP-1279: answered by the broker's mirror logic, never forwarded; until it
+            // exists they get INVALID_REQUEST.
+            Request::DescribeMirrors { .. }
+            | Request::ReadMirrorStates { .. }
+            | Request::WriteMirrorStates { .. } => self.respond(
+                from,
+                id,
+                Response::Error {
+                    error: ErrorCode::InvalidRequest,
+                },
+            ),
             _ => self.respond(
                 from,
                 id,

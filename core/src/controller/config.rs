@@ -23,6 +23,10 @@ pub struct ControllerConfig {
     /// [`super::Controller::min_insync_replicas`]; the pre-ELR controller does not use it
     /// for elections).
     pub min_insync_replicas: usize,
+    /// KIP-1279: accept `StopMirrorTopics` for a topic whose desired state is PAUSED. The
+    /// seed design (spec A.1: Stop from PREPARING/MIRRORING) refuses it with
+    /// MIRROR_TOPIC_ALREADY_PAUSED; the "latest" design (A.3) accepts it.
+    pub mirror_stop_from_paused: bool,
 }
 
 impl ControllerConfig {
@@ -37,6 +41,7 @@ impl ControllerConfig {
             unclean_leader_election_enable: false,
             producer_id_block_size: 1_000,
             min_insync_replicas: 1,
+            mirror_stop_from_paused: false,
         }
     }
 }

@@ -10,6 +10,8 @@
 //! - [`replication`]: placement, elections, ISR changes, `AlterPartition` validation and
 //!   KIP-1279 `MinLeaderEpoch` bumps (`ReplicationControlManager`, `PartitionChangeBuilder`).
 //! - [`producer_ids`]: producer id blocks (`ProducerIdControlManager`).
+//! - [`mirror_admin`]: KIP-1279 mirrors and mirror topics (seed design: `MIRROR` config
+//!   records and the `mirror.name` topic config), and the controller's read-only rules.
 //!
 //! Simplifications against Kafka (each also noted where it is made):
 //! - One voter: a record is committed as soon as the driver persists it; no Raft epochs,
@@ -28,6 +30,7 @@
 pub mod cluster;
 pub mod config;
 pub mod metadata_log;
+pub mod mirror_admin;
 pub mod producer_ids;
 pub mod quorum_controller;
 pub mod replication;
@@ -35,6 +38,7 @@ pub mod replication;
 pub use cluster::{BrokerControlState, BrokerError, ClusterControl, next_broker_state};
 pub use config::ControllerConfig;
 pub use metadata_log::{FetchWaiter, FetchWaiters, MetadataLog};
+pub use mirror_admin::{MirrorAdminError, MirrorStateChanges, MirrorTopicsOp};
 pub use producer_ids::{ProducerIdBlock, ProducerIdControl, ProducerIdsError};
 pub use quorum_controller::Controller;
 pub use replication::{
@@ -44,5 +48,7 @@ pub use replication::{
 
 #[cfg(test)]
 mod controller_test;
+#[cfg(test)]
+mod mirror_admin_test;
 #[cfg(test)]
 mod replication_test;

@@ -13,6 +13,9 @@ use std::collections::{BTreeSet, VecDeque};
 use super::cluster::{BrokerControlState, ClusterControl, next_broker_state};
 use super::config::ControllerConfig;
 use super::metadata_log::{FetchWaiter, FetchWaiters, MetadataLog};
+use super::mirror_admin::{
+    MirrorStateChanges, MirrorTopicsOp, check_mirror_topic_mutable, mirror_admin_error,
+};
 use super::producer_ids::ProducerIdControl;
 use super::replication::{
     self, Election, PartitionChange, PartitionChangeBuilder, TopicError,
@@ -21,7 +24,9 @@ use super::replication::{
 };
 use crate::broker::{Event, Message, MetadataImage, Node, Output};
 use crate::protocol::messages::CreatableTopic;
-use crate::protocol::metadata::{ConfigResource, MetadataRecord, PartitionRegistration};
+use crate::protocol::metadata::{
+    ConfigResource, MIRROR_NAME_CONFIG, MetadataRecord, PartitionRegistration,
+};
 use crate::protocol::{CorrelationId, ErrorCode, NodeId, Request, Response};
 use crate::time::Instant;
 use crate::types::{BrokerId, LeaderEpoch, ProducerId, TopicId, TopicPartition};
@@ -35,6 +40,8 @@ pub struct Controller {
     producer_ids: ProducerIdControl,
     /// `Topic` records in the log so far: the counter behind generated topic ids.
     topic_records: u64,
+    /// KIP-1279 §6.6: offsets of the last mirror-state change per topic.
+    mirror_changes: MirrorStateChanges,
     waiters: FetchWaiters,
     outputs: VecDeque<Output>,
 }
@@ -56,6 +63,7 @@ impl Controller {
             config,
             log: MetadataLog::new(),
             topic_records: 0,
+            mirror_changes: MirrorStateChanges::default(),
             waiters: FetchWaiters::default(),
             outputs: VecDeque::new(),
         };
@@ -88,6 +96,12 @@ impl Controller {
     #[must_use]
     pub fn next_producer_id(&self) -> ProducerId {
         self.producer_ids.next_producer_id()
+    }
+
+    /// KIP-1279 §6.6: the offsets of the last mirror-state change per topic.
+    #[must_use]
+    pub fn mirror_changes(&self) -> &MirrorStateChanges {
+        &self.mirror_changes
     }
 
     /// Number of parked `FetchMetadata` requests.
@@ -166,12 +180,14 @@ impl Controller {
             }
             _ => {}
         }
+        self.mirror_changes
+            .replay(offset, &record, self.log.image());
         self.log.append(offset, record);
     }
 
     /// Commits `record`: the driver persists it (KRaft fsyncs before commit), then it is
     /// applied. Returns its offset.
-    fn append(&mut self, record: MetadataRecord) -> i64 {
+    pub(super) fn append(&mut self, record: MetadataRecord) -> i64 {
         let offset = self.log.end_offset();
         self.outputs.push_back(Output::PersistMetadata {
             offset,
@@ -409,6 +425,38 @@ impl Controller {
             Request::IncrementalAlterConfigs { resource, ops } => {
                 self.on_incremental_alter_configs(&resource, &ops)
             }
+            Request::CreateMirror {
+                mirror_name,
+                configs,
+            } => self.on_create_mirror(&mirror_name, &configs),
+            Request::DeleteMirror {
+                mirror_name,
+                state_validation_offset,
+            } => self.on_delete_mirror(&mirror_name, state_validation_offset),
+            Request::StartMirrorTopics {
+                mirror_name,
+                topics,
+                state_validation_offset,
+            } => self.on_start_mirror_topics(&mirror_name, &topics, state_validation_offset),
+            Request::StopMirrorTopics {
+                mirror_name,
+                topics,
+                state_validation_offset,
+            } => self.on_mirror_topics_op(
+                &mirror_name,
+                &topics,
+                MirrorTopicsOp::Stop,
+                state_validation_offset,
+            ),
+            Request::PauseMirrorTopics {
+                mirror_name,
+                topics,
+            } => self.on_mirror_topics_op(&mirror_name, &topics, MirrorTopicsOp::Pause, None),
+            Request::ResumeMirrorTopics {
+                mirror_name,
+                topics,
+            } => self.on_mirror_topics_op(&mirror_name, &topics, MirrorTopicsOp::Resume, None),
+            Request::ListMirrors {} => self.on_list_mirrors(),
             other => error_response(&other, ErrorCode::InvalidRequest, self.log.end_offset()),
         };
         self.respond(from, id, resp);
@@ -673,7 +721,7 @@ impl Controller {
         Response::PartitionErrors { results }
     }
 
-    fn usable_brokers(&self) -> BTreeSet<BrokerId> {
+    pub(super) fn usable_brokers(&self) -> BTreeSet<BrokerId> {
         self.image()
             .brokers
             .iter()
@@ -720,7 +768,7 @@ impl Controller {
         Response::TopicErrors { results }
     }
 
-    fn create_topic(&mut self, t: &CreatableTopic) -> Result<TopicId, TopicError> {
+    pub(super) fn create_topic(&mut self, t: &CreatableTopic) -> Result<TopicId, TopicError> {
         let image = self.image();
         if !replication::is_valid_topic_name(&t.name) {
             return Err(TopicError::InvalidName(t.name.clone()));
@@ -827,10 +875,14 @@ impl Controller {
                     ErrorCode::UnknownTopicOrPartition,
                     TopicId::ZERO,
                 )),
-                Some(topic_id) => {
-                    self.append(MetadataRecord::RemoveTopic { topic_id });
-                    results.push((name.clone(), ErrorCode::None, topic_id));
-                }
+                Some(topic_id) => match check_mirror_topic_mutable(self.image(), name) {
+                    // KIP-1279 B §6.3: a mirror topic is read-only until stopped.
+                    Err(e) => results.push((name.clone(), e.into(), topic_id)),
+                    Ok(()) => {
+                        self.append(MetadataRecord::RemoveTopic { topic_id });
+                        results.push((name.clone(), ErrorCode::None, topic_id));
+                    }
+                },
             }
         }
         Response::TopicErrors { results }
@@ -838,16 +890,24 @@ impl Controller {
 
     /// Kafka: `ReplicationControlManager.createPartitions`: the count must grow; new
     /// partitions get the replication factor of partition 0, placed as at creation.
+    /// KIP-1279 B §6.3: refused with INVALID_MIRROR_STATE on a mirror topic not stopped.
     fn on_create_partitions(&mut self, topic: &str, count: i32) -> Response {
-        let result = self.create_partitions(topic, count);
+        let error = match check_mirror_topic_mutable(self.image(), topic) {
+            Err(e) => e.into(),
+            Ok(()) => match self.create_partitions(topic, count) {
+                Ok(()) => ErrorCode::None,
+                Err(e) => e.into(),
+            },
+        };
         let id = self.image().topic_id(topic).unwrap_or(TopicId::ZERO);
-        let error = result.err().map_or(ErrorCode::None, ErrorCode::from);
         Response::TopicErrors {
             results: vec![(topic.to_string(), error, id)],
         }
     }
 
-    fn create_partitions(&mut self, topic: &str, count: i32) -> Result<(), TopicError> {
+    /// Adds partitions up to `count` (no mirror read-only check: KIP-1279 start uses it to
+    /// follow the source's partition count).
+    pub(super) fn create_partitions(&mut self, topic: &str, count: i32) -> Result<(), TopicError> {
         let image = self.image();
         let Some(topic_id) = image.topic_id(topic) else {
             return Err(TopicError::UnknownTopic(topic.to_string()));
@@ -904,6 +964,13 @@ impl Controller {
                 return Err(TopicError::UnknownTopic(name.clone()));
             }
             for (k, v) in ops {
+                if k == MIRROR_NAME_CONFIG {
+                    // KIP-1279: only the mirror admin APIs may change `mirror.name`.
+                    return Err(TopicError::InvalidConfig {
+                        key: k.clone(),
+                        value: v.clone().unwrap_or_default(),
+                    });
+                }
                 validate_topic_config(k, v.as_deref())?;
             }
         }
@@ -988,6 +1055,23 @@ fn error_response(req: &Request, error: ErrorCode, end_offset: i64) -> Response 
         },
         Request::CreatePartitions { topic, .. } => Response::TopicErrors {
             results: vec![(topic.clone(), error, TopicId::ZERO)],
+        },
+        Request::CreateMirror { .. } | Request::DeleteMirror { .. } => {
+            mirror_admin_error(error, &[])
+        }
+        Request::StartMirrorTopics { topics, .. } => {
+            let names: Vec<&str> = topics.iter().map(|t| t.name.as_str()).collect();
+            mirror_admin_error(error, &names)
+        }
+        Request::StopMirrorTopics { topics, .. }
+        | Request::PauseMirrorTopics { topics, .. }
+        | Request::ResumeMirrorTopics { topics, .. } => {
+            let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+            mirror_admin_error(error, &names)
+        }
+        Request::ListMirrors {} => Response::ListMirrors {
+            error,
+            mirrors: Vec::new(),
         },
         Request::IncrementalAlterConfigs { resource, .. } => {
             let name = match resource {

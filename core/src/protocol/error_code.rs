@@ -127,6 +127,14 @@ pub enum ErrorCode {
     MirrorTopicAlreadyPaused = 211,
     /// KIP-1279: the mirror topic is not paused.
     MirrorTopicNotPaused = 212,
+    /// KIP-1279: the mirror topic is already stopped.
+    MirrorTopicAlreadyStopped = 213,
+    /// KIP-1279: the mirror partition's state does not allow the operation.
+    InvalidMirrorPartitionState = 214,
+    /// KIP-1279: the mirror's config is not (yet) known to the broker.
+    MirrorConfigNotAvailable = 215,
+    /// KIP-1279: the source cluster's metadata is not available.
+    SourceMetadataNotAvailable = 216,
 }
 
 impl ErrorCode {
@@ -208,6 +216,10 @@ impl ErrorCode {
             MirrorTopicBeingStopped => "MIRROR_TOPIC_BEING_STOPPED",
             MirrorTopicAlreadyPaused => "MIRROR_TOPIC_ALREADY_PAUSED",
             MirrorTopicNotPaused => "MIRROR_TOPIC_NOT_PAUSED",
+            MirrorTopicAlreadyStopped => "MIRROR_TOPIC_ALREADY_STOPPED",
+            InvalidMirrorPartitionState => "INVALID_MIRROR_PARTITION_STATE",
+            MirrorConfigNotAvailable => "MIRROR_CONFIG_NOT_AVAILABLE",
+            SourceMetadataNotAvailable => "SOURCE_METADATA_NOT_AVAILABLE",
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::ErrorCode;
-use super::metadata::{ConfigResource, MetadataRecord};
+use super::metadata::{ConfigResource, DesiredMirrorState, MetadataRecord};
 use crate::log::txn_index::AbortedTxn;
 use crate::record::RecordBatch;
 use crate::replication::fetch_leader::FetchIsolation;
@@ -104,6 +104,84 @@ pub enum Request {
         resource: ConfigResource,
         /// `(key, Some(value))` sets, `(key, None)` deletes.
         ops: Vec<(String, Option<String>)>,
+    },
+    /// KIP-1279: creates a mirror (one `ConfigRecord` per config, resource `MIRROR`; the first
+    /// mirror also creates `__mirror_state`).
+    CreateMirror {
+        /// Mirror name: topic-name rules, not ending in `.paused` / `.removed`.
+        mirror_name: String,
+        /// Mirror configs; `source.cluster` is required.
+        configs: BTreeMap<String, String>,
+    },
+    /// KIP-1279: deletes a mirror whose topics are all STOPPED.
+    DeleteMirror {
+        /// Mirror name.
+        mirror_name: String,
+        /// KIP-1279 §6.6 `StateValidationOffset`: the metadata offset the broker validated the
+        /// mirror's partition states at; the controller refuses the request if a topic's
+        /// `mirror.name` changed after it. `None` skips the check (requests from clients).
+        state_validation_offset: Option<i64>,
+    },
+    /// KIP-1279: starts (or, from STOPPED, restarts = failback) mirroring topics.
+    StartMirrorTopics {
+        /// Mirror name.
+        mirror_name: String,
+        /// Topics, with the source's id and partition count (filled in by the broker).
+        topics: Vec<MirrorTopic>,
+        /// KIP-1279 §6.6 optimistic lock, as in `DeleteMirror`.
+        state_validation_offset: Option<i64>,
+    },
+    /// KIP-1279: stops mirroring topics (failover: they become writable once STOPPED).
+    StopMirrorTopics {
+        /// Mirror name.
+        mirror_name: String,
+        /// Topic names.
+        topics: Vec<String>,
+        /// KIP-1279 §6.6 optimistic lock, as in `DeleteMirror`.
+        state_validation_offset: Option<i64>,
+    },
+    /// KIP-1279: pauses mirroring topics (they stay read-only).
+    PauseMirrorTopics {
+        /// Mirror name.
+        mirror_name: String,
+        /// Topic names.
+        topics: Vec<String>,
+    },
+    /// KIP-1279: resumes paused topics from their log end (no truncation).
+    ResumeMirrorTopics {
+        /// Mirror name.
+        mirror_name: String,
+        /// Topic names.
+        topics: Vec<String>,
+    },
+    /// KIP-1279: lists mirrors and their topics (answered by the controller from its image).
+    ListMirrors {},
+
+    // ------------------------------------------------------------ KIP-1279 (-> broker)
+    /// KIP-1279: partition states, lags and the LME lookup used by failback. Answered by each
+    /// broker from its own state (local-only; the caller takes the max across brokers).
+    DescribeMirrors {
+        /// `None` = all mirrors.
+        mirror_names: Option<Vec<String>>,
+        /// LME lookups are answered only for mirrors whose source has this cluster id.
+        cluster_id: Option<String>,
+        /// `(topic id, partitions)` whose last mirror epoch the caller wants.
+        last_mirror_epoch_lookups: Vec<(TopicId, Vec<i32>)>,
+    },
+    /// KIP-1279: a partition leader reads states from the `__mirror_state` coordinator.
+    ReadMirrorStates {
+        /// Mirror name.
+        mirror_name: String,
+        /// Topics and partitions to read.
+        topics: Vec<ReadMirrorStatesTopic>,
+    },
+    /// KIP-1279: a partition leader persists transitions / last mirror epochs to the
+    /// `__mirror_state` coordinator, fenced by leader epoch and state epoch.
+    WriteMirrorStates {
+        /// Mirror name.
+        mirror_name: String,
+        /// Topics and partition states to write.
+        topics: Vec<WriteMirrorStatesTopic>,
     },
 
     // ------------------------------------------------------------ data plane (-> broker)
@@ -361,6 +439,44 @@ pub enum Response {
         /// Committed offsets.
         offsets: BTreeMap<TopicPartition, (Offset, Option<LeaderEpoch>)>,
     },
+    /// KIP-1279: to `CreateMirror`, `DeleteMirror`, `Start/Stop/Pause/ResumeMirrorTopics`.
+    /// The top-level error and message are the first topic error's (or the request's own,
+    /// e.g. CLUSTER_MIRROR_ALREADY_EXISTS, which has no topics).
+    MirrorAdmin {
+        /// Top-level error.
+        error: ErrorCode,
+        /// Top-level message.
+        message: Option<String>,
+        /// Per topic, in request order (`DeleteMirror`: the topics it released, or the ones
+        /// that are not stopped).
+        topics: Vec<MirrorTopicResult>,
+    },
+    /// KIP-1279: to `ListMirrors`.
+    ListMirrors {
+        /// Error.
+        error: ErrorCode,
+        /// Mirrors by name.
+        mirrors: Vec<MirrorListing>,
+    },
+    /// KIP-1279: to `DescribeMirrors`.
+    DescribeMirrors {
+        /// Mirrors.
+        mirrors: Vec<MirrorDescription>,
+    },
+    /// KIP-1279: to `ReadMirrorStates`.
+    ReadMirrorStates {
+        /// Top-level error (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...).
+        error: ErrorCode,
+        /// Per topic.
+        topics: Vec<ReadMirrorStatesTopicResult>,
+    },
+    /// KIP-1279: to `WriteMirrorStates`.
+    WriteMirrorStates {
+        /// Top-level error.
+        error: ErrorCode,
+        /// Per topic.
+        topics: Vec<WriteMirrorStatesTopicResult>,
+    },
 }
 
 /// A topic to create.
@@ -488,4 +604,179 @@ pub struct PartitionMetadata {
     pub replicas: Vec<BrokerId>,
     /// ISR.
     pub isr: Vec<BrokerId>,
+}
+
+/// KIP-1279 `MirrorTopicMetadata`: a topic to start mirroring, as the source describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorTopic {
+    /// Name (the same on both clusters).
+    pub name: String,
+    /// The source topic id; the destination topic is created with it. `ZERO` (pre-2.8
+    /// source) = keep the existing id or generate one.
+    pub topic_id: TopicId,
+    /// The source partition count; the destination topic is created with it.
+    pub num_partitions: i32,
+}
+
+/// KIP-1279: one topic's outcome in a mirror admin response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorTopicResult {
+    /// Topic name.
+    pub name: String,
+    /// Error.
+    pub error: ErrorCode,
+    /// Why, for an error (KIP-1279 AS33: per-topic error messages).
+    pub message: Option<String>,
+}
+
+/// KIP-1279: one mirror in a `ListMirrors` response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorListing {
+    /// Mirror name.
+    pub mirror_name: String,
+    /// The `source.cluster` config.
+    pub source: String,
+    /// The `source.cluster.id` config, once learned.
+    pub source_cluster_id: Option<String>,
+    /// Topics whose `mirror.name` names this mirror, with their desired state, by name.
+    pub topics: Vec<(String, DesiredMirrorState)>,
+}
+
+/// KIP-1279: one mirror in a `DescribeMirrors` response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorDescription {
+    /// Mirror name.
+    pub mirror_name: String,
+    /// Error (UNKNOWN_CLUSTER_MIRROR for a requested name that does not exist).
+    pub error: ErrorCode,
+    /// The mirror's source (`source.cluster`).
+    pub source: String,
+    /// Topics.
+    pub topics: Vec<MirrorTopicDescription>,
+}
+
+/// KIP-1279: one topic in a `DescribeMirrors` response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorTopicDescription {
+    /// Topic name.
+    pub name: String,
+    /// Partitions this broker leads (brokers answer local-only).
+    pub partitions: Vec<MirrorPartitionDescription>,
+}
+
+/// KIP-1279: one partition in a `DescribeMirrors` response (wire widths; `-1` = unknown).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorPartitionDescription {
+    /// Partition index.
+    pub partition: i32,
+    /// The partition state's name (`MIRRORING`, `STOPPED`, ...).
+    pub state: String,
+    /// Last mirror epoch (LME), `-1` when unknown.
+    pub last_mirror_epoch: i32,
+    /// Last mirror offset, `-1` when unknown.
+    pub last_mirror_offset: i64,
+    /// Source high watermark as last seen.
+    pub source_offset: i64,
+    /// Destination log end offset.
+    pub destination_offset: i64,
+    /// The FAILED reason, if any.
+    pub error_message: Option<String>,
+}
+
+/// KIP-1279: one topic of a `ReadMirrorStates` request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadMirrorStatesTopic {
+    /// Topic name.
+    pub name: String,
+    /// Topic id (part of the `__mirror_state` key; carried so the coordinator needs no
+    /// name lookup and a recreated topic never reads its predecessor's state).
+    pub topic_id: TopicId,
+    /// Partition indexes.
+    pub partitions: Vec<i32>,
+}
+
+/// KIP-1279: one topic of a `ReadMirrorStates` response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadMirrorStatesTopicResult {
+    /// Topic name.
+    pub name: String,
+    /// Topic-level error.
+    pub error: ErrorCode,
+    /// Topic-level message.
+    pub message: Option<String>,
+    /// Per partition.
+    pub partitions: Vec<MirrorPartitionStateData>,
+}
+
+/// KIP-1279 `MirrorPartitionStateValue` plus `LastMirrorEpochs`, as `ReadMirrorStates`
+/// returns them for one partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorPartitionStateData {
+    /// Partition index.
+    pub partition: i32,
+    /// Per-partition error.
+    pub error: ErrorCode,
+    /// Partition state (wire `int8`; the mirror module owns the enum; -1 = UNKNOWN).
+    pub state: i8,
+    /// Leader epoch of the leader that wrote it (`None` = not recorded).
+    pub leader_epoch: Option<LeaderEpoch>,
+    /// State epoch: +1 on every successful write.
+    pub state_epoch: i32,
+    /// Last mirror epoch (LME), `None` = unknown (-1 on the wire).
+    pub last_mirror_epoch: Option<LeaderEpoch>,
+    /// Last mirror offset, `None` = unknown.
+    pub last_mirror_offset: Option<Offset>,
+    /// The FAILED reason, if any.
+    pub error_message: Option<String>,
+    /// FAILED retries so far; `-1` = non-retryable.
+    pub retry_attempt: i16,
+    /// The state before FAILED (retry target; wire `int8`, -1 = UNKNOWN).
+    pub previous_state: i8,
+}
+
+/// KIP-1279: one topic of a `WriteMirrorStates` request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteMirrorStatesTopic {
+    /// Topic name.
+    pub name: String,
+    /// Topic id (part of the `__mirror_state` key).
+    pub topic_id: TopicId,
+    /// Partition writes.
+    pub partitions: Vec<MirrorPartitionStateWrite>,
+}
+
+/// KIP-1279: one partition state write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorPartitionStateWrite {
+    /// Partition index.
+    pub partition: i32,
+    /// Target state (wire `int8`; -1 = UNKNOWN writes only the last mirror epoch).
+    pub state: i8,
+    /// The writer's leader epoch; `None` skips leader-epoch fencing (-1 on the wire).
+    pub leader_epoch: Option<LeaderEpoch>,
+    /// The state epoch the write is based on; `None` skips state-epoch fencing.
+    pub state_epoch: Option<i32>,
+    /// Last mirror epoch to record, if any.
+    pub last_mirror_epoch: Option<LeaderEpoch>,
+    /// Last mirror offset to record, if any.
+    pub last_mirror_offset: Option<Offset>,
+    /// The FAILED reason, if any.
+    pub error_message: Option<String>,
+    /// FAILED retries; `-1` = non-retryable.
+    pub retry_attempt: i16,
+    /// The state before FAILED (wire `int8`, -1 = UNKNOWN).
+    pub previous_state: i8,
+}
+
+/// KIP-1279: one topic of a `WriteMirrorStates` response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteMirrorStatesTopicResult {
+    /// Topic name.
+    pub name: String,
+    /// Topic-level error.
+    pub error: ErrorCode,
+    /// Topic-level message.
+    pub message: Option<String>,
+    /// `(partition, error, new state epoch)`; the epoch is `-1` when fenced.
+    pub partitions: Vec<(i32, ErrorCode, i32)>,
 }

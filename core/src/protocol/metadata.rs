@@ -103,3 +103,74 @@ pub enum MetadataRecord {
 
 /// A config map.
 pub type Configs = BTreeMap<String, String>;
+
+/// KIP-1279 (seed) topic config naming the mirror that manages the topic and its desired
+/// state: `<mirror>` = mirror it, `<mirror>.paused` = paused, `<mirror>.removed` = stopped.
+/// Only the mirror admin APIs may change it (Kafka: `TopicConfig.MIRROR_NAME`).
+pub const MIRROR_NAME_CONFIG: &str = "mirror.name";
+/// Mirror config naming the source cluster: the simulator's stand-in for Kafka's
+/// `bootstrap.servers`. Required by `CreateMirror`.
+pub const MIRROR_SOURCE_CLUSTER_CONFIG: &str = "source.cluster";
+/// Mirror config holding the source cluster id once a broker has learned it.
+pub const MIRROR_SOURCE_CLUSTER_ID_CONFIG: &str = "source.cluster.id";
+/// The compacted internal topic holding mirror partition states (KIP-1279 §3), created by
+/// the controller with the first mirror.
+pub const MIRROR_STATE_TOPIC: &str = "__mirror_state";
+/// Partitions of [`MIRROR_STATE_TOPIC`] (Kafka: `mirror.state.topic.num.partitions`, 50;
+/// the simulator uses 3 like its other coordinator topics and Kafka's tests).
+pub const MIRROR_STATE_TOPIC_PARTITIONS: i32 = 3;
+/// Suffix of `mirror.name` for a paused topic.
+pub const MIRROR_PAUSED_SUFFIX: &str = ".paused";
+/// Suffix of `mirror.name` for a stopped (removed) topic.
+pub const MIRROR_REMOVED_SUFFIX: &str = ".removed";
+
+/// The desired state of a mirror topic as the controller records it (seed: the suffix of
+/// `mirror.name`). Partition states (PREPARING, STOPPING, ...) are the brokers' business.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DesiredMirrorState {
+    /// `<mirror>`: mirror the topic (read-only).
+    Mirroring,
+    /// `<mirror>.paused`: keep read-only, stop fetching.
+    Paused,
+    /// `<mirror>.removed`: stop mirroring; writable once the partitions reach STOPPED.
+    Stopped,
+}
+
+/// A topic's `mirror.name` value, parsed: which mirror and which desired state.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MirrorMembership {
+    /// The mirror.
+    pub mirror_name: String,
+    /// The desired state.
+    pub desired: DesiredMirrorState,
+}
+
+impl MirrorMembership {
+    /// Parses a `mirror.name` value, stripping one suffix from the right (mirror names may
+    /// not end in a suffix, so this is unambiguous). `None` for a value with no mirror name.
+    #[must_use]
+    pub fn parse(value: &str) -> Option<Self> {
+        let (name, desired) = if let Some(n) = value.strip_suffix(MIRROR_REMOVED_SUFFIX) {
+            (n, DesiredMirrorState::Stopped)
+        } else if let Some(n) = value.strip_suffix(MIRROR_PAUSED_SUFFIX) {
+            (n, DesiredMirrorState::Paused)
+        } else {
+            (value, DesiredMirrorState::Mirroring)
+        };
+        (!name.is_empty()).then(|| Self {
+            mirror_name: name.to_string(),
+            desired,
+        })
+    }
+
+    /// The `mirror.name` value that records this membership.
+    #[must_use]
+    pub fn config_value(&self) -> String {
+        let suffix = match self.desired {
+            DesiredMirrorState::Mirroring => "",
+            DesiredMirrorState::Paused => MIRROR_PAUSED_SUFFIX,
+            DesiredMirrorState::Stopped => MIRROR_REMOVED_SUFFIX,
+        };
+        format!("{}{suffix}", self.mirror_name)
+    }
+}
