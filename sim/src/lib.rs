@@ -7,6 +7,7 @@ compile_error!(
      A RUSTFLAGS/CARGO_ENCODED_RUSTFLAGS env var, or running cargo from outside the repo, silently drops it."
 );
 
+pub mod chaos;
 pub mod check;
 pub mod disk;
 pub mod faults;
@@ -14,4 +15,5 @@ pub mod kafka;
 pub mod net;
 pub mod tour;
 pub mod trace;
+pub mod workload;
 pub mod world;

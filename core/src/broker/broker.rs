@@ -59,6 +59,25 @@ pub(super) enum Pending {
         transactional_id: String,
         partitions: Vec<TopicPartition>,
     },
+    /// KIP-1279: reading a mirror partition's state.
+    MirrorRead(TopicPartition),
+    /// KIP-1279: persisting a transition (or only the failback marker when `None`).
+    MirrorWrite(TopicPartition, Option<crate::mirror::MirrorPartitionState>),
+    /// KIP-1279: LME lookup at a source broker.
+    MirrorLookup {
+        tp: TopicPartition,
+        broker: BrokerId,
+    },
+    /// KIP-1279: leader epoch bump at stop.
+    BumpLeaderEpochs(TopicPartition),
+    /// KIP-1279: source cluster metadata for a mirror.
+    SourceMetadata(String),
+    /// KIP-1279: a mirror fetch.
+    MirrorFetch {
+        cluster: ClusterIdx,
+        leader: BrokerId,
+        sent: Vec<(TopicPartition, Offset)>,
+    },
     /// An admin request relayed to the controller for `client`.
     Forward {
         client: NodeId,
@@ -90,6 +109,9 @@ pub struct Broker {
     pub(super) outputs: VecDeque<Output>,
     pub(super) now: Instant,
     pub(super) coord: super::coordinator_runtime::CoordinatorHost,
+    pub(super) mirror_coord: super::mirror_coordinator::MirrorCoordinatorHost,
+    pub(super) mirror_runs: BTreeMap<TopicPartition, super::mirror_manager::MirrorRun>,
+    pub(super) mirror_fetch: super::mirror_fetcher::MirrorFetchState,
 }
 
 impl Broker {
@@ -127,6 +149,9 @@ impl Broker {
             outputs: VecDeque::new(),
             now: Instant::ZERO,
             coord: super::coordinator_runtime::CoordinatorHost::default(),
+            mirror_coord: super::mirror_coordinator::MirrorCoordinatorHost::default(),
+            mirror_runs: BTreeMap::new(),
+            mirror_fetch: super::mirror_fetcher::MirrorFetchState::default(),
             config,
         };
         let mut io = Vec::new();
@@ -195,6 +220,12 @@ impl Broker {
     /// All hosted partition replicas.
     pub fn partitions(&self) -> impl Iterator<Item = (&TopicPartition, &Partition)> {
         self.partitions.iter()
+    }
+
+    /// The `__mirror_state` stores this broker hosts.
+    #[must_use]
+    pub fn mirror_coordinators(&self) -> &super::mirror_coordinator::MirrorCoordinatorHost {
+        &self.mirror_coord
     }
 
     /// The coordinators this broker hosts.

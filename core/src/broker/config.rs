@@ -47,6 +47,8 @@ pub struct BrokerConfig {
     /// Ablation (a broken rule, for proving the checkers have teeth): the leader advances its
     /// HW to its own LEO without waiting for the ISR. Never on in a real design.
     pub ablation_hw_ignores_isr: bool,
+    /// KIP-1279 design (preset and ablations) this broker's mirror code follows.
+    pub mirror_design: crate::mirror::Design,
 }
 
 impl BrokerConfig {
@@ -73,6 +75,7 @@ impl BrokerConfig {
             unclean_leader_election_enable: false,
             kip966_min_isr_gate: true,
             ablation_hw_ignores_isr: false,
+            mirror_design: crate::mirror::Design::default(),
         }
     }
 }

@@ -341,6 +341,7 @@ impl Broker {
             return;
         }
         let segment_bytes = self.config.segment_bytes;
+        let is_mirror = self.mirror_membership(&tp.topic).is_some();
         let Some(p) = self.partitions.get_mut(&tp) else {
             return;
         };
@@ -352,7 +353,10 @@ impl Broker {
                 continue; // the first batch may start below our fetch offset
             }
             let cache_before = p.log.epoch_cache().latest_entry();
-            match p.log.append_as_follower(b, Some(req_epoch)) {
+            // Mirror partitions hold source epochs that may exceed the destination leader's
+            // epoch (seed has no DLE >= SLE rule), so KAFKA-18723's bound cannot apply there.
+            let bound = (!is_mirror).then_some(req_epoch);
+            match p.log.append_as_follower(b, bound) {
                 Ok(_) => {
                     p.files.append(b, segment_bytes, &mut io);
                     if p.log.epoch_cache().latest_entry() != cache_before {

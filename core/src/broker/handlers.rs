@@ -107,17 +107,28 @@ impl Broker {
                     0,
                 );
             }
-            // KIP-1279: answered by the broker's mirror logic, never forwarded; until it
-            // exists they get INVALID_REQUEST.
-            Request::DescribeMirrors { .. }
-            | Request::ReadMirrorStates { .. }
-            | Request::WriteMirrorStates { .. } => self.respond(
-                from,
-                id,
-                Response::Error {
-                    error: ErrorCode::InvalidRequest,
-                },
-            ),
+            // KIP-1279: answered by the broker's mirror logic, never forwarded.
+            Request::DescribeMirrors {
+                cluster_id,
+                last_mirror_epoch_lookups,
+                ..
+            } => {
+                let r = self.handle_describe_mirrors(cluster_id, last_mirror_epoch_lookups);
+                self.respond(from, id, r);
+            }
+            Request::ReadMirrorStates {
+                mirror_name,
+                topics,
+            } => {
+                let r = self.handle_read_mirror_states(&mirror_name, topics);
+                self.respond(from, id, r);
+            }
+            Request::WriteMirrorStates {
+                mirror_name,
+                topics,
+            } => {
+                self.handle_write_mirror_states(from, id, &mirror_name, topics);
+            }
             _ => self.respond(
                 from,
                 id,
@@ -215,6 +226,8 @@ impl Broker {
                 high_watermark: hw,
             });
             self.try_complete_delayed(tp);
+            self.complete_mirror_writes();
+            self.mirror_on_follower_progress(tp);
         }
     }
 
@@ -273,6 +286,10 @@ impl Broker {
         let Some(p) = self.partitions.get(tp).filter(|p| p.is_leader()) else {
             return Err(self.unknown_or_not_leader(tp));
         };
+        // KIP-1279: a mirror partition is read-only until STOPPED.
+        if self.is_read_only(tp) {
+            return Err(ErrorCode::ReadOnlyTopic);
+        }
         if acks == -1 {
             let isr_len = p.leader_state().map_or(0, |l| l.isr.isr.len());
             produce_acks_all_precheck(isr_len, self.min_isr(tp), p.replicas.len())?;
@@ -526,6 +543,7 @@ impl Broker {
             self.propose_isr(tp, new_isr);
         }
         self.maybe_increment_hw(tp);
+        self.mirror_on_follower_progress(tp);
     }
 
     /// Tries to complete parked operations that watch `tp`.
@@ -736,6 +754,10 @@ impl Broker {
     fn handle_delete_records(&mut self, partitions: Vec<(TopicPartition, Offset)>) -> Response {
         let mut out = Vec::new();
         for (tp, before) in partitions {
+            if self.is_read_only(&tp) {
+                out.push((tp, ErrorCode::InvalidMirrorState, Offset(-1)));
+                continue;
+            }
             let Some(p) = self.partitions.get_mut(&tp).filter(|p| p.is_leader()) else {
                 out.push((tp.clone(), self.unknown_or_not_leader(&tp), Offset(-1)));
                 continue;

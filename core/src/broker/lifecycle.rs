@@ -36,6 +36,7 @@ impl Broker {
             TimerId::Delayed(key) => self.expire_delayed(key),
             TimerId::CoordinatorRetry => self.on_coordinator_retry(),
             TimerId::CoordinatorTick => self.on_coordinator_tick(),
+            TimerId::MirrorRetry => self.on_mirror_retry(),
             TimerId::Partition(_) => {}
         }
     }
@@ -103,6 +104,16 @@ impl Broker {
             Pending::ResetOffset { leader, tp } => self.on_reset_failed(leader, &tp),
             Pending::CreateInternalTopics => self.on_internal_topics_created(),
             Pending::AllocateProducerIds => self.coord.pid_request_in_flight = false,
+            Pending::MirrorRead(tp) => self.on_mirror_read(&tp, None),
+            Pending::MirrorWrite(tp, target) => self.on_mirror_write(&tp, target, None),
+            Pending::MirrorLookup { tp, broker } => self.on_mirror_lookup(&tp, broker, None),
+            Pending::BumpLeaderEpochs(tp) => self.on_bump_response(&tp),
+            Pending::SourceMetadata(m) => self.on_source_metadata(&m, None),
+            Pending::MirrorFetch {
+                cluster,
+                leader,
+                sent,
+            } => self.on_mirror_fetch(cluster, leader, sent, None),
             Pending::Markers {
                 partition,
                 transactional_id,
@@ -164,6 +175,7 @@ impl Broker {
                 // Kafka publishes a metadata batch as one delta on the final image, so a
                 // broker replaying history never acts on stale intermediate leaderships.
                 let mut changed = std::collections::BTreeMap::new();
+                let mut changed_topics = std::collections::BTreeSet::new();
                 let mut removed = Vec::new();
                 for (offset, record) in records {
                     if offset != self.image.offset + 1 {
@@ -178,6 +190,11 @@ impl Broker {
                                 changed.remove(&tp);
                                 removed.push(tp);
                             }
+                        }
+                        MetadataDelta::Config(
+                            crate::protocol::metadata::ConfigResource::Topic(t),
+                        ) => {
+                            changed_topics.insert(t);
                         }
                         MetadataDelta::None
                         | MetadataDelta::Config(_)
@@ -194,6 +211,16 @@ impl Broker {
                         self.on_partition_change(tp, topic_id, &reg);
                     }
                 }
+                // KIP-1279: `mirror.name` changes move the desired state of led partitions.
+                let led: Vec<TopicPartition> = self
+                    .partitions
+                    .keys()
+                    .filter(|tp| changed_topics.contains(tp.topic.as_ref()))
+                    .cloned()
+                    .collect();
+                for tp in led {
+                    self.mirror_on_partition(&tp);
+                }
                 self.send_fetch_metadata();
             }
             (Pending::AlterPartition(tp), resp) => self.on_alter_partition_response(&tp, resp),
@@ -205,6 +232,23 @@ impl Broker {
             }
             (Pending::Forward { client, client_id }, resp) => self.respond(client, client_id, resp),
             (Pending::CreateInternalTopics, _) => self.on_internal_topics_created(),
+            (Pending::MirrorRead(tp), resp) => self.on_mirror_read(&tp, Some(resp)),
+            (Pending::MirrorWrite(tp, target), resp) => {
+                self.on_mirror_write(&tp, target, Some(resp))
+            }
+            (Pending::MirrorLookup { tp, broker }, resp) => {
+                self.on_mirror_lookup(&tp, broker, Some(resp))
+            }
+            (Pending::BumpLeaderEpochs(tp), _) => self.on_bump_response(&tp),
+            (Pending::SourceMetadata(m), resp) => self.on_source_metadata(&m, Some(resp)),
+            (
+                Pending::MirrorFetch {
+                    cluster,
+                    leader,
+                    sent,
+                },
+                resp,
+            ) => self.on_mirror_fetch(cluster, leader, sent, Some(resp)),
             (Pending::AllocateProducerIds, resp) => self.on_producer_ids(resp),
             (
                 Pending::Markers {
@@ -268,10 +312,11 @@ impl Broker {
         self.ensure_partition(&tp, topic_id);
         let now_ms = self.now.as_millis();
         let mut events = Vec::new();
+        let assign = self.assign_epoch_start_on_leadership(&tp);
         let p = self.partitions.get_mut(&tp).expect("ensured");
         if reg.leader == Some(me) {
             let epoch_before = p.log.epoch_cache().latest_entry();
-            if p.make_leader(me, reg, now_ms, true, &mut events) {
+            if p.make_leader(me, reg, now_ms, assign, &mut events) {
                 if p.log.epoch_cache().latest_entry() != epoch_before {
                     let mut io = Vec::new();
                     p.files
@@ -285,6 +330,8 @@ impl Broker {
                 self.emit_all(events);
             }
             self.on_coordinator_leadership(&tp);
+            self.on_mirror_state_leadership(&tp);
+            self.mirror_on_partition(&tp);
         } else if p.make_follower(reg, &mut events) {
             self.emit_all(events);
             self.remove_from_fetchers(&tp);
@@ -300,6 +347,8 @@ impl Broker {
                 self.add_to_fetcher(leader, tp.clone(), FetchPart::new(state, reg.leader_epoch));
             }
             self.on_coordinator_leadership(&tp);
+            self.on_mirror_state_leadership(&tp);
+            self.mirror_on_partition(&tp);
         }
     }
 
@@ -384,6 +433,8 @@ impl Broker {
             self.io(io);
         }
         self.on_coordinator_leadership(tp);
+        self.on_mirror_state_leadership(tp);
+        self.mirror_on_partition(tp);
         self.hw_checkpoint.remove(tp);
         self.log_start_checkpoint.remove(tp);
     }

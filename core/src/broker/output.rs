@@ -252,6 +252,67 @@ pub enum Event {
         /// Result.
         error: crate::protocol::ErrorCode,
     },
+    /// KIP-1279: a mirror partition's persisted state changed.
+    MirrorStateChanged {
+        /// Partition.
+        tp: TopicPartition,
+        /// Previous state.
+        from: crate::mirror::MirrorPartitionState,
+        /// New state.
+        to: crate::mirror::MirrorPartitionState,
+        /// New state epoch.
+        state_epoch: i32,
+        /// Leader epoch of the writer.
+        leader_epoch: LeaderEpoch,
+    },
+    /// KIP-1279 PREPARING: the log was aligned with the LME from the other cluster.
+    MirrorAligned {
+        /// Partition.
+        tp: TopicPartition,
+        /// The LME found (-1: none, truncated fully).
+        last_mirrored_epoch: i32,
+        /// LEO after the truncation.
+        log_end_offset: Offset,
+    },
+    /// KIP-1279 STOPPING: the LME recorded for a future failback.
+    MirrorLastMirroredEpoch {
+        /// Partition.
+        tp: TopicPartition,
+        /// The LME.
+        last_mirrored_epoch: LeaderEpoch,
+        /// LEO at the time.
+        log_end_offset: Offset,
+    },
+    /// KIP-1279: a batch fetched from the source was appended unchanged.
+    MirrorAppended {
+        /// Partition.
+        tp: TopicPartition,
+        /// First offset.
+        base_offset: Offset,
+        /// Last offset.
+        last_offset: Offset,
+        /// The batch's (source) epoch.
+        epoch: LeaderEpoch,
+    },
+    /// KIP-1279: the source answered a diverging epoch (source data loss); the mirror
+    /// truncates like a follower (a declared data-loss event).
+    MirrorDiverged {
+        /// Partition.
+        tp: TopicPartition,
+        /// The source's epoch.
+        diverging_epoch: LeaderEpoch,
+        /// Its end offset.
+        end_offset: Offset,
+        /// Where the mirror truncated.
+        truncate_to: Offset,
+    },
+    /// KIP-1279: the source's log start passed the mirror; the log restarts there.
+    MirrorLogStartReset {
+        /// Partition.
+        tp: TopicPartition,
+        /// New start.
+        start: Offset,
+    },
     /// Controller: a broker was fenced or unfenced.
     BrokerFencing {
         /// Broker.

@@ -34,6 +34,8 @@ pub enum TimerId {
     CoordinatorRetry,
     /// Periodic coordinator work (transaction timeouts, member expiry).
     CoordinatorTick,
+    /// Re-drive mirror partitions and mirror fetches.
+    MirrorRetry,
     /// Partition-specific retry.
     Partition(TopicPartition),
 }

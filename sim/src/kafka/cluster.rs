@@ -89,7 +89,7 @@ pub struct KafkaWorldSpec {
     pub net: NetConfig,
 }
 
-type ClientMaker = Box<dyn Fn(&Boot) -> Box<dyn Node + Send> + Send + Sync>;
+type ClientMaker = Box<dyn Fn(&Boot) -> SimNode + Send + Sync>;
 
 /// A running Kafka world.
 #[derive(Clone)]
@@ -101,6 +101,7 @@ pub struct KafkaWorld {
     nodes: Arc<Mutex<NodeMap>>,
     clients: Arc<Mutex<BTreeMap<NodeId, ClientMaker>>>,
     next_client: Arc<Mutex<u32>>,
+    workload: Arc<Mutex<Vec<NodeId>>>,
     spec: Arc<KafkaWorldSpec>,
 }
 
@@ -170,7 +171,7 @@ impl KafkaWorld {
                         let make = makers
                             .get(&boot.id)
                             .expect("client registered before start");
-                        SimNode::Client(make(boot))
+                        make(boot)
                     }
                 }
             });
@@ -187,6 +188,7 @@ impl KafkaWorld {
             nodes,
             clients,
             next_client: Arc::new(Mutex::new(0)),
+            workload: Arc::new(Mutex::new(Vec::new())),
             spec,
         }
     }
@@ -204,19 +206,53 @@ impl KafkaWorld {
         (1..=n).map(|b| BrokerId(i32::from(b))).collect()
     }
 
-    /// Starts a client node built by `make` (also on restarts).
+    /// Starts a workload client built by `make` (also on restarts).
+    pub fn add_workload_client(
+        &self,
+        cluster: ClusterIdx,
+        make: impl Fn(&Boot) -> crate::workload::ClientNode + Send + Sync + 'static,
+    ) -> NodeId {
+        let id = self.add_node(
+            cluster,
+            Box::new(move |boot: &Boot| SimNode::Client(Box::new(make(boot)))),
+        );
+        lock(&self.workload).push(id);
+        id
+    }
+
+    /// Stops every producer (consumers keep reading): the start of a liveness phase.
+    pub fn stop_producers(&self) {
+        for id in lock(&self.workload).clone() {
+            let arc = self.world.node_state(id);
+            let mut g = lock(&arc);
+            if let SimNode::Client(c) = &mut *g
+                && let crate::workload::ClientNode::Producer(p) = c.as_mut()
+            {
+                p.close();
+            }
+        }
+    }
+
+    /// Starts another client node built by `make` (also on restarts).
     pub fn add_client(
         &self,
         cluster: ClusterIdx,
         make: impl Fn(&Boot) -> Box<dyn Node + Send> + Send + Sync + 'static,
     ) -> NodeId {
+        self.add_node(
+            cluster,
+            Box::new(move |boot: &Boot| SimNode::Other(make(boot))),
+        )
+    }
+
+    fn add_node(&self, cluster: ClusterIdx, make: ClientMaker) -> NodeId {
         let n = {
             let mut next = lock(&self.next_client);
             *next += 1;
             *next
         };
         let id = NodeId::client(cluster, n);
-        lock(&self.clients).insert(id, Box::new(make));
+        lock(&self.clients).insert(id, make);
         self.world.start_node(id);
         id
     }

@@ -11,8 +11,10 @@ pub enum SimNode {
     Broker(Box<Broker>),
     /// A controller.
     Controller(Box<Controller>),
-    /// A client (producer, consumer, admin).
-    Client(Box<dyn Node + Send>),
+    /// A workload client (producer, consumer, admin).
+    Client(Box<crate::workload::ClientNode>),
+    /// Any other node (one-shot request clients, test nodes).
+    Other(Box<dyn Node + Send>),
 }
 
 impl std::fmt::Debug for SimNode {
@@ -21,6 +23,7 @@ impl std::fmt::Debug for SimNode {
             SimNode::Broker(b) => write!(f, "Broker({})", b.node_id()),
             SimNode::Controller(_) => write!(f, "Controller"),
             SimNode::Client(_) => write!(f, "Client"),
+            SimNode::Other(_) => write!(f, "Other"),
         }
     }
 }
@@ -31,6 +34,7 @@ impl SimNode {
             SimNode::Broker(b) => b.as_mut(),
             SimNode::Controller(c) => c.as_mut(),
             SimNode::Client(c) => c.as_mut(),
+            SimNode::Other(c) => c.as_mut(),
         }
     }
 
@@ -71,6 +75,7 @@ impl Node for SimNode {
             SimNode::Broker(b) => b.poll_timeout(),
             SimNode::Controller(c) => c.poll_timeout(),
             SimNode::Client(c) => c.poll_timeout(),
+            SimNode::Other(c) => c.poll_timeout(),
         }
     }
 }

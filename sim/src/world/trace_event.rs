@@ -522,5 +522,55 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
         Event::AdminResult {
             operation, error, ..
         } => compact(String::new(), format!("admin {operation}: {error}")),
+        Event::MirrorStateChanged {
+            tp,
+            from,
+            to,
+            state_epoch,
+            leader_epoch,
+        } => compact(
+            tp.to_string(),
+            format!("{from}→{to} se={state_epoch} le={leader_epoch}"),
+        ),
+        Event::MirrorAligned {
+            tp,
+            last_mirrored_epoch,
+            log_end_offset,
+        } => compact(
+            tp.to_string(),
+            format!("aligned lme={last_mirrored_epoch} leo={log_end_offset}"),
+        ),
+        Event::MirrorLastMirroredEpoch {
+            tp,
+            last_mirrored_epoch,
+            log_end_offset,
+        } => compact(
+            tp.to_string(),
+            format!("record lme={last_mirrored_epoch} leo={log_end_offset}"),
+        ),
+        Event::MirrorAppended {
+            tp,
+            base_offset,
+            last_offset,
+            epoch,
+        } => verbose(
+            tp.to_string(),
+            format!("mirror append {base_offset}..={last_offset} le={epoch}"),
+        ),
+        Event::MirrorDiverged {
+            tp,
+            diverging_epoch,
+            end_offset,
+            truncate_to,
+        } => compact(
+            tp.to_string(),
+            format!(
+                "! mirror diverged epoch={diverging_epoch} end={end_offset} truncate→{truncate_to}"
+            ),
+        ),
+        Event::MirrorLogStartReset { tp, start } => compact(
+            tp.to_string(),
+            format!("! mirror restart at source log start {start}"),
+        ),
     }
 }

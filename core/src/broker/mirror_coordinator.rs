@@ -1,0 +1,400 @@
+//! Hosting the `__mirror_state` coordinator (KIP-1279 B §3, §4.2): the leader of each
+//! `__mirror_state` partition runs a [`MirrorStateStore`], answers `ReadMirrorStates`,
+//! persists `WriteMirrorStates` with acks=all before answering, and answers the LME lookups of
+//! `DescribeMirrors` from what it hosts (local-only, as in the prototype).
+
+use std::collections::BTreeMap;
+
+use super::broker::Broker;
+use crate::coordinator::{CoordinatorRecord, build_batch};
+use crate::log::producer_state::AppendOrigin;
+use crate::mirror::{
+    Design, MirrorPartitionKey, MirrorPartitionState, MirrorStateStore, StateWrite,
+};
+use crate::protocol::messages::{
+    MirrorDescription, MirrorPartitionDescription, MirrorPartitionStateData,
+    MirrorTopicDescription, ReadMirrorStatesTopic, ReadMirrorStatesTopicResult,
+    WriteMirrorStatesTopic, WriteMirrorStatesTopicResult,
+};
+use crate::protocol::metadata::{
+    ConfigResource, MIRROR_STATE_TOPIC, MIRROR_STATE_TOPIC_PARTITIONS,
+};
+use crate::protocol::{CorrelationId, ErrorCode, NodeId, Response};
+use crate::types::{LeaderEpoch, Offset, TopicId, TopicPartition};
+
+/// Mirror config key naming the source cluster's index in the simulated world.
+pub const SOURCE_CLUSTER_INDEX_CONFIG: &str = "source.cluster.index";
+/// Mirror config key listing the source brokers to bootstrap from (`1,2,3`).
+pub const BOOTSTRAP_SERVERS_CONFIG: &str = "bootstrap.servers";
+
+/// A write waiting for its records to be replicated.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct MirrorWrite {
+    pub partition: i32,
+    pub epoch: LeaderEpoch,
+    pub client: (NodeId, CorrelationId),
+    pub response: Response,
+}
+
+/// Hosted mirror state stores.
+#[derive(Debug, Default)]
+pub struct MirrorCoordinatorHost {
+    pub(super) stores: BTreeMap<i32, (LeaderEpoch, MirrorStateStore)>,
+    pub(super) writes: BTreeMap<(Offset, u64), MirrorWrite>,
+    pub(super) next: u64,
+}
+
+impl MirrorCoordinatorHost {
+    /// The store of `__mirror_state` partition `p`, if hosted here.
+    #[must_use]
+    pub fn store(&self, p: i32) -> Option<&MirrorStateStore> {
+        self.stores.get(&p).map(|(_, s)| s)
+    }
+}
+
+impl Broker {
+    pub(super) fn mirror_design(&self) -> Design {
+        self.config.mirror_design
+    }
+
+    /// (Un)loads the store of a `__mirror_state` partition after a leadership change.
+    pub(super) fn on_mirror_state_leadership(&mut self, tp: &TopicPartition) {
+        if tp.topic.as_ref() != MIRROR_STATE_TOPIC {
+            return;
+        }
+        let leading = self
+            .partitions
+            .get(tp)
+            .filter(|p| p.is_leader())
+            .map(|p| p.leader_epoch);
+        if leading.is_some()
+            && self.mirror_coord.stores.get(&tp.partition).map(|(e, _)| *e) == leading
+        {
+            return;
+        }
+        self.mirror_coord.stores.remove(&tp.partition);
+        self.complete_mirror_writes();
+        let Some(epoch) = leading else {
+            return;
+        };
+        let mut store = MirrorStateStore::new(self.mirror_design());
+        for b in self.partitions[tp]
+            .log
+            .batches()
+            .filter(|b| !b.is_control_batch())
+        {
+            for r in b.records() {
+                if let Some(k) = r.key {
+                    let _ = store.replay(&k, r.value.as_deref());
+                }
+            }
+        }
+        self.mirror_coord
+            .stores
+            .insert(tp.partition, (epoch, store));
+    }
+
+    pub(super) fn handle_read_mirror_states(
+        &mut self,
+        mirror_name: &str,
+        topics: Vec<ReadMirrorStatesTopic>,
+    ) -> Response {
+        let mut out = Vec::new();
+        for t in topics {
+            let mut parts = Vec::new();
+            for p in t.partitions {
+                let key = MirrorPartitionKey {
+                    mirror_name: mirror_name.to_string(),
+                    topic_id: t.topic_id,
+                    partition: p,
+                };
+                let sp = crate::mirror::mirror_state_partition(
+                    mirror_name,
+                    t.topic_id,
+                    p,
+                    MIRROR_STATE_TOPIC_PARTITIONS,
+                );
+                let Some((_, store)) = self.mirror_coord.stores.get(&sp) else {
+                    parts.push(state_data(p, ErrorCode::NotCoordinator, None));
+                    continue;
+                };
+                parts.push(state_data(p, ErrorCode::None, store.read(&key)));
+            }
+            out.push(ReadMirrorStatesTopicResult {
+                name: t.name,
+                error: ErrorCode::None,
+                message: None,
+                partitions: parts,
+            });
+        }
+        Response::ReadMirrorStates {
+            error: ErrorCode::None,
+            topics: out,
+        }
+    }
+
+    /// Applies writes to the hosted store and appends the records; the answer goes out once
+    /// they are replicated. One partition per request (the mirror manager sends them so).
+    pub(super) fn handle_write_mirror_states(
+        &mut self,
+        from: NodeId,
+        id: CorrelationId,
+        mirror_name: &str,
+        topics: Vec<WriteMirrorStatesTopic>,
+    ) {
+        let mut results = Vec::new();
+        let mut records: BTreeMap<i32, Vec<CoordinatorRecord>> = BTreeMap::new();
+        for t in &topics {
+            let mut parts = Vec::new();
+            let data_tp = TopicPartition::new(t.name.as_str(), 0);
+            for w in &t.partitions {
+                let key = MirrorPartitionKey {
+                    mirror_name: mirror_name.to_string(),
+                    topic_id: t.topic_id,
+                    partition: w.partition,
+                };
+                let sp = crate::mirror::mirror_state_partition(
+                    mirror_name,
+                    t.topic_id,
+                    w.partition,
+                    MIRROR_STATE_TOPIC_PARTITIONS,
+                );
+                let current = self
+                    .image
+                    .partition(&TopicPartition::new(data_tp.topic.clone(), w.partition))
+                    .map(|r| r.leader_epoch);
+                let Some((_, store)) = self.mirror_coord.stores.get_mut(&sp) else {
+                    parts.push((w.partition, ErrorCode::NotCoordinator, -1));
+                    continue;
+                };
+                let write = StateWrite {
+                    key: key.clone(),
+                    target_state: MirrorPartitionState::from_value(w.state)
+                        .filter(|s| *s != MirrorPartitionState::Unknown),
+                    leader_epoch: w.leader_epoch.unwrap_or(LeaderEpoch::UNDEFINED),
+                    state_epoch: w.state_epoch.unwrap_or(StateWrite::SKIP_STATE_EPOCH),
+                    error: w.error_message.clone(),
+                    retry_attempt: w.retry_attempt,
+                    last_mirror: w
+                        .last_mirror_epoch
+                        .map(|e| (e.0, w.last_mirror_offset.map_or(-1, |o| o.0))),
+                };
+                match store.handle_write(&write, current) {
+                    Ok(recs) => {
+                        let new_epoch = store.read(&key).map_or(0, |(s, _)| s.state_epoch);
+                        records.entry(sp).or_default().extend(recs);
+                        parts.push((w.partition, ErrorCode::None, new_epoch));
+                    }
+                    Err(e) => parts.push((w.partition, e.into(), -1)),
+                }
+            }
+            results.push(WriteMirrorStatesTopicResult {
+                name: t.name.clone(),
+                error: ErrorCode::None,
+                message: None,
+                partitions: parts,
+            });
+        }
+        let response = Response::WriteMirrorStates {
+            error: ErrorCode::None,
+            topics: results,
+        };
+        if records.values().all(Vec::is_empty) {
+            self.respond(from, id, response);
+            return;
+        }
+        // One store partition per request in practice; answer after the last append commits.
+        let mut last: Option<(i32, Offset, LeaderEpoch)> = None;
+        for (sp, recs) in records {
+            if recs.is_empty() {
+                continue;
+            }
+            let tp = TopicPartition::new(MIRROR_STATE_TOPIC, sp);
+            let batch = build_batch(&recs, self.now.as_millis());
+            let epoch = self
+                .partitions
+                .get(&tp)
+                .map_or(LeaderEpoch::UNDEFINED, |p| p.leader_epoch);
+            match self.append_leader(&tp, &batch, AppendOrigin::Coordinator) {
+                Ok(info) => last = Some((sp, info.last_offset.plus(1), epoch)),
+                Err(e) => {
+                    // The store already applied the write: rebuild it from the log.
+                    self.on_mirror_state_leadership_reload(&tp);
+                    self.respond(
+                        from,
+                        id,
+                        Response::WriteMirrorStates {
+                            error: crate::coordinator::coordinator_append_error(e),
+                            topics: Vec::new(),
+                        },
+                    );
+                    return;
+                }
+            }
+        }
+        let (partition, required, epoch) = last.expect("records were appended");
+        let seq = self.mirror_coord.next;
+        self.mirror_coord.next += 1;
+        self.mirror_coord.writes.insert(
+            (required, seq),
+            MirrorWrite {
+                partition,
+                epoch,
+                client: (from, id),
+                response,
+            },
+        );
+        self.complete_mirror_writes();
+    }
+
+    fn on_mirror_state_leadership_reload(&mut self, tp: &TopicPartition) {
+        self.mirror_coord.stores.remove(&tp.partition);
+        self.on_mirror_state_leadership(tp);
+    }
+
+    /// Answers writes whose records the HW passed; fails writes whose store partition this
+    /// broker no longer leads in the write's epoch.
+    pub(super) fn complete_mirror_writes(&mut self) {
+        let keys: Vec<(Offset, u64)> = self.mirror_coord.writes.keys().copied().collect();
+        for key in keys {
+            let w = &self.mirror_coord.writes[&key];
+            let tp = TopicPartition::new(MIRROR_STATE_TOPIC, w.partition);
+            let (hw, epoch, leader) = match self.partitions.get(&tp) {
+                Some(p) => (p.log.high_watermark(), p.leader_epoch, p.is_leader()),
+                None => (Offset(-1), LeaderEpoch::UNDEFINED, false),
+            };
+            let lost = !leader || epoch != w.epoch;
+            if !lost && hw < key.0 {
+                continue;
+            }
+            let w = self.mirror_coord.writes.remove(&key).expect("listed");
+            let resp = if lost {
+                Response::WriteMirrorStates {
+                    error: ErrorCode::NotCoordinator,
+                    topics: Vec::new(),
+                }
+            } else {
+                w.response
+            };
+            self.respond(w.client.0, w.client.1, resp);
+        }
+    }
+
+    /// LME lookups (`DescribeMirrors` with `last_mirror_epoch_lookups`): for every mirror
+    /// defined here whose source is the asking cluster, what the hosted stores know.
+    pub(super) fn handle_describe_mirrors(
+        &self,
+        cluster_id: Option<String>,
+        lookups: Vec<(TopicId, Vec<i32>)>,
+    ) -> Response {
+        let mut mirrors = Vec::new();
+        let names: Vec<String> = self
+            .image
+            .configs
+            .keys()
+            .filter_map(|r| match r {
+                ConfigResource::Mirror(n) => Some(n.clone()),
+                _ => None,
+            })
+            .collect();
+        for name in names {
+            let cfg = self
+                .image
+                .configs
+                .get(&ConfigResource::Mirror(name.clone()));
+            let source = cfg
+                .and_then(|c| c.get(SOURCE_CLUSTER_INDEX_CONFIG))
+                .cloned()
+                .unwrap_or_default();
+            if cluster_id.as_ref().is_some_and(|c| *c != source) {
+                continue;
+            }
+            let mut topics = Vec::new();
+            for (topic_id, parts) in &lookups {
+                let topic_name = self
+                    .image
+                    .topics
+                    .get(topic_id)
+                    .map_or_else(|| topic_id.to_string(), |t| t.name.clone());
+                let mut pds = Vec::new();
+                for p in parts {
+                    let key = MirrorPartitionKey {
+                        mirror_name: name.clone(),
+                        topic_id: *topic_id,
+                        partition: *p,
+                    };
+                    let sp = crate::mirror::mirror_state_partition(
+                        &name,
+                        *topic_id,
+                        *p,
+                        MIRROR_STATE_TOPIC_PARTITIONS,
+                    );
+                    if let Some((_, store)) = self.mirror_coord.stores.get(&sp)
+                        && let Some((status, last)) = store.read(&key)
+                    {
+                        pds.push(MirrorPartitionDescription {
+                            partition: *p,
+                            state: status.state.to_string(),
+                            last_mirror_epoch: last.last_mirror_epoch,
+                            last_mirror_offset: last.last_mirror_offset,
+                            source_offset: -1,
+                            destination_offset: -1,
+                            error_message: status.error_message.clone(),
+                        });
+                    }
+                }
+                if !pds.is_empty() {
+                    topics.push(MirrorTopicDescription {
+                        name: topic_name,
+                        partitions: pds,
+                    });
+                }
+            }
+            mirrors.push(MirrorDescription {
+                mirror_name: name,
+                error: ErrorCode::None,
+                source,
+                topics,
+            });
+        }
+        Response::DescribeMirrors { mirrors }
+    }
+}
+
+fn state_data(
+    partition: i32,
+    error: ErrorCode,
+    read: Option<(
+        crate::mirror::MirrorPartitionStatus,
+        crate::mirror::LastMirrorEpochsValue,
+    )>,
+) -> MirrorPartitionStateData {
+    match read {
+        Some((s, last)) => MirrorPartitionStateData {
+            partition,
+            error,
+            state: s.state.value(),
+            leader_epoch: Some(s.leader_epoch),
+            state_epoch: s.state_epoch,
+            last_mirror_epoch: (last.last_mirror_epoch >= 0)
+                .then_some(LeaderEpoch(last.last_mirror_epoch)),
+            last_mirror_offset: (last.last_mirror_offset >= 0)
+                .then_some(Offset(last.last_mirror_offset)),
+            error_message: s.error_message,
+            retry_attempt: s.retry_attempt,
+            previous_state: s.previous_state.value(),
+        },
+        None => MirrorPartitionStateData {
+            partition,
+            error,
+            state: MirrorPartitionState::Unknown.value(),
+            leader_epoch: None,
+            state_epoch: 0,
+            last_mirror_epoch: None,
+            last_mirror_offset: None,
+            error_message: None,
+            retry_attempt: 0,
+            previous_state: MirrorPartitionState::Unknown.value(),
+        },
+    }
+}

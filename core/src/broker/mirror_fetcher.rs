@@ -1,0 +1,420 @@
+//! The mirror fetcher (KIP-1279 A.1 MIRRORING; prototype `MirrorFetcherThread`): consumer
+//! fetches (read_uncommitted, bounded by the source HW) to the source partition leaders,
+//! always with `LastFetchedEpoch`; batches are appended unchanged (source epochs kept);
+//! a diverging epoch is handled by truncating like a follower; OFFSET_OUT_OF_RANGE below the
+//! source log start restarts the log there; the destination log start follows the source.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::broker::{Broker, Pending};
+use super::output::{Event, TruncationCause};
+use super::timers::TimerId;
+use crate::mirror::{MirrorPartitionState as S, MirrorPartitionStatus};
+use crate::protocol::messages::{FetchPartition, FetchPartitionResponse};
+use crate::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
+use crate::replication::fetch_follower::truncation_offset;
+use crate::time::Instant;
+use crate::types::{BrokerId, LeaderEpoch, Offset, TopicPartition};
+
+/// One partition being mirrored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorFetchPart {
+    /// Next offset to fetch (our LEO).
+    pub fetch_offset: Offset,
+    /// Epoch of the last batch we hold (`LastFetchedEpoch`).
+    pub last_fetched_epoch: Option<LeaderEpoch>,
+    /// Not fetched before this time.
+    pub delayed_until: Option<Instant>,
+    /// In the outstanding fetch.
+    pub in_flight: bool,
+}
+
+/// Mirror fetch bookkeeping of one broker.
+#[derive(Clone, Debug, Default)]
+pub struct MirrorFetchState {
+    /// Partitions being mirrored.
+    pub parts: BTreeMap<TopicPartition, MirrorFetchPart>,
+    /// Known source leaders: `(cluster, leader, leader epoch)`.
+    pub source_leaders: BTreeMap<TopicPartition, (ClusterIdx, BrokerId, LeaderEpoch)>,
+    /// Sessions with a fetch in flight.
+    pub busy: BTreeSet<(ClusterIdx, BrokerId)>,
+    /// Mirrors whose source metadata is being refreshed.
+    pub refreshing: BTreeSet<String>,
+    /// Rotates the bootstrap broker.
+    pub bootstrap_cursor: usize,
+    /// Consecutive "unknown topic" answers per topic (deletion needs two, as in the prototype).
+    pub missing: BTreeMap<String, u8>,
+}
+
+impl Broker {
+    /// Starts (or keeps) mirroring `tp` from the local LEO.
+    pub(super) fn add_to_mirror_fetcher(&mut self, tp: &TopicPartition) {
+        let Some(p) = self.partitions.get(tp) else {
+            return;
+        };
+        let part = MirrorFetchPart {
+            fetch_offset: p.log.log_end_offset(),
+            last_fetched_epoch: p.log.latest_epoch(),
+            delayed_until: None,
+            in_flight: false,
+        };
+        self.mirror_fetch.parts.entry(tp.clone()).or_insert(part);
+        if !self.mirror_fetch.source_leaders.contains_key(tp)
+            && let Some(m) = self.mirror_runs.get(tp).map(|r| r.mirror.clone())
+        {
+            self.refresh_source_metadata(&m);
+        }
+        self.maybe_send_mirror_fetches();
+    }
+
+    /// Stops mirroring `tp` (a response in flight for it is ignored).
+    pub(super) fn remove_from_mirror_fetcher(&mut self, tp: &TopicPartition) {
+        self.mirror_fetch.parts.remove(tp);
+    }
+
+    /// Asks a source broker for the leaders of the mirror's topics.
+    pub(super) fn refresh_source_metadata(&mut self, mirror: &str) {
+        if self.mirror_fetch.refreshing.contains(mirror) {
+            return;
+        }
+        let Some((cluster, brokers)) = self.mirror_source(mirror) else {
+            return;
+        };
+        if brokers.is_empty() {
+            return;
+        }
+        let topics: BTreeSet<String> = self
+            .mirror_runs
+            .iter()
+            .filter(|(_, r)| r.mirror == mirror)
+            .map(|(tp, _)| tp.topic.to_string())
+            .collect();
+        let b = brokers[self.mirror_fetch.bootstrap_cursor % brokers.len()];
+        self.mirror_fetch.bootstrap_cursor += 1;
+        self.mirror_fetch.refreshing.insert(mirror.to_string());
+        let req = Request::Metadata {
+            topics: Some(topics.into_iter().collect()),
+        };
+        self.send_request(
+            NodeId::broker(cluster, b),
+            req,
+            Pending::SourceMetadata(mirror.to_string()),
+            0,
+        );
+    }
+
+    pub(super) fn on_source_metadata(&mut self, mirror: &str, resp: Option<Response>) {
+        self.mirror_fetch.refreshing.remove(mirror);
+        let Some((cluster, _)) = self.mirror_source(mirror) else {
+            return;
+        };
+        let Some(Response::Metadata { topics, .. }) = resp else {
+            self.mirror_retry_later_ms(1_000);
+            return;
+        };
+        for t in topics {
+            if t.error == ErrorCode::UnknownTopicOrPartition {
+                let n = self.mirror_fetch.missing.entry(t.name.clone()).or_insert(0);
+                *n += 1;
+                if *n >= 2 {
+                    self.fail_source_topic_deleted(&t.name);
+                }
+                continue;
+            }
+            self.mirror_fetch.missing.remove(&t.name);
+            for p in t.partitions {
+                let tp = TopicPartition::new(t.name.as_str(), p.partition);
+                match p.leader {
+                    Some(l) => {
+                        self.mirror_fetch
+                            .source_leaders
+                            .insert(tp, (cluster, l, p.leader_epoch));
+                    }
+                    None => {
+                        self.mirror_fetch.source_leaders.remove(&tp);
+                    }
+                }
+            }
+        }
+        self.maybe_send_mirror_fetches();
+        self.mirror_retry_later_ms(1_000);
+    }
+
+    fn mirror_retry_later_ms(&mut self, ms: i64) {
+        let at = self.now.plus_millis(ms);
+        self.timers.set_if_earlier(TimerId::MirrorRetry, at);
+    }
+
+    /// A deleted source topic fails its partitions for good (A.2); the topic stays readable.
+    fn fail_source_topic_deleted(&mut self, topic: &str) {
+        let tps: Vec<TopicPartition> = self
+            .mirror_runs
+            .keys()
+            .filter(|tp| tp.topic.as_ref() == topic)
+            .cloned()
+            .collect();
+        for tp in tps {
+            self.remove_from_mirror_fetcher(&tp);
+            let state = self
+                .mirror_runs
+                .get(&tp)
+                .map(super::mirror_manager::MirrorRun::state);
+            if matches!(
+                state,
+                Some(S::Mirroring | S::Preparing | S::Paused | S::Pausing)
+            ) {
+                self.mirror_fail(&tp, "The source topic is deleted.");
+            }
+        }
+    }
+
+    /// Sends a fetch to every source leader with ready partitions and no fetch in flight.
+    pub(super) fn maybe_send_mirror_fetches(&mut self) {
+        let now = self.now;
+        let mut by_leader: BTreeMap<(ClusterIdx, BrokerId), Vec<FetchPartition>> = BTreeMap::new();
+        let mut missing_meta: BTreeSet<String> = BTreeSet::new();
+        let mut wake: Option<Instant> = None;
+        for (tp, part) in &self.mirror_fetch.parts {
+            if part.in_flight {
+                continue;
+            }
+            if let Some(d) = part.delayed_until
+                && d > now
+            {
+                wake = Some(wake.map_or(d, |w| w.min(d)));
+                continue;
+            }
+            let Some(&(cluster, leader, epoch)) = self.mirror_fetch.source_leaders.get(tp) else {
+                if let Some(r) = self.mirror_runs.get(tp) {
+                    missing_meta.insert(r.mirror.clone());
+                }
+                continue;
+            };
+            if self.mirror_fetch.busy.contains(&(cluster, leader)) {
+                continue;
+            }
+            by_leader
+                .entry((cluster, leader))
+                .or_default()
+                .push(FetchPartition {
+                    tp: tp.clone(),
+                    fetch_offset: part.fetch_offset,
+                    current_leader_epoch: Some(epoch),
+                    last_fetched_epoch: part.last_fetched_epoch,
+                    log_start_offset: Offset(-1),
+                });
+        }
+        if let Some(w) = wake {
+            self.timers.set_if_earlier(TimerId::MirrorRetry, w);
+        }
+        for m in missing_meta {
+            self.refresh_source_metadata(&m);
+        }
+        let isolation = self.mirror_design().mirror_fetch_isolation();
+        for ((cluster, leader), parts) in by_leader {
+            for fp in &parts {
+                if let Some(p) = self.mirror_fetch.parts.get_mut(&fp.tp) {
+                    p.in_flight = true;
+                }
+            }
+            self.mirror_fetch.busy.insert((cluster, leader));
+            let sent = parts
+                .iter()
+                .map(|p| (p.tp.clone(), p.fetch_offset))
+                .collect();
+            let req = Request::Fetch {
+                replica: None,
+                max_wait_ms: 500,
+                min_bytes: 1,
+                max_bytes: self.config.replica_fetch_max_bytes,
+                isolation,
+                partitions: parts,
+            };
+            self.send_request(
+                NodeId::broker(cluster, leader),
+                req,
+                Pending::MirrorFetch {
+                    cluster,
+                    leader,
+                    sent,
+                },
+                500,
+            );
+        }
+    }
+
+    pub(super) fn on_mirror_fetch(
+        &mut self,
+        cluster: ClusterIdx,
+        leader: BrokerId,
+        sent: Vec<(TopicPartition, Offset)>,
+        resp: Option<Response>,
+    ) {
+        self.mirror_fetch.busy.remove(&(cluster, leader));
+        for (tp, _) in &sent {
+            if let Some(p) = self.mirror_fetch.parts.get_mut(tp) {
+                p.in_flight = false;
+            }
+        }
+        let backoff = self.now.plus_millis(1_000);
+        match resp {
+            Some(Response::Fetch { error, partitions }) if error.is_ok() => {
+                let sent: BTreeMap<TopicPartition, Offset> = sent.into_iter().collect();
+                for r in partitions {
+                    let Some(&req_offset) = sent.get(&r.tp) else {
+                        continue;
+                    };
+                    // Stale (the partition moved on, or was removed): ignore.
+                    if self
+                        .mirror_fetch
+                        .parts
+                        .get(&r.tp)
+                        .is_none_or(|p| p.fetch_offset != req_offset)
+                    {
+                        continue;
+                    }
+                    self.on_mirror_partition_data(r, backoff);
+                }
+            }
+            _ => {
+                for (tp, _) in sent {
+                    if let Some(p) = self.mirror_fetch.parts.get_mut(&tp) {
+                        p.delayed_until = Some(backoff);
+                    }
+                    self.mirror_fetch.source_leaders.remove(&tp);
+                }
+                self.timers.set_if_earlier(TimerId::MirrorRetry, backoff);
+            }
+        }
+        self.maybe_send_mirror_fetches();
+    }
+
+    fn on_mirror_partition_data(&mut self, r: FetchPartitionResponse, backoff: Instant) {
+        let tp = r.tp.clone();
+        match r.error {
+            ErrorCode::None => {}
+            ErrorCode::OffsetOutOfRange => {
+                self.mirror_out_of_range(&tp, &r);
+                return;
+            }
+            _ => {
+                // NOT_LEADER / FENCED / UNKNOWN_LEADER_EPOCH / UNKNOWN_TOPIC: rediscover the
+                // source leader and back off (transient: the state does not change).
+                self.mirror_fetch.source_leaders.remove(&tp);
+                if let Some(p) = self.mirror_fetch.parts.get_mut(&tp) {
+                    p.delayed_until = Some(backoff);
+                }
+                self.timers.set_if_earlier(TimerId::MirrorRetry, backoff);
+                return;
+            }
+        }
+        if let Some(div) = r.diverging_epoch {
+            // A.2: divergence while MIRRORING (source unclean election) is handled like a
+            // follower: truncate and continue; the checker records a declared loss.
+            let Some(p) = self.partitions.get(&tp) else {
+                return;
+            };
+            let fetch_offset = p.log.log_end_offset();
+            let ts = truncation_offset(
+                div,
+                p.log.epoch_cache(),
+                p.log.log_end_offset(),
+                fetch_offset,
+            );
+            self.emit(Event::MirrorDiverged {
+                tp: tp.clone(),
+                diverging_epoch: div.leader_epoch,
+                end_offset: div.offset,
+                truncate_to: ts.offset,
+            });
+            self.truncate_replica(&tp, ts.offset, TruncationCause::Mirror);
+            self.reset_mirror_part(&tp);
+            return;
+        }
+        let segment_bytes = self.config.segment_bytes;
+        let Some(p) = self.partitions.get_mut(&tp) else {
+            return;
+        };
+        let mut io = Vec::new();
+        let mut events = Vec::new();
+        for b in &r.batches {
+            if b.last_offset() < p.log.log_end_offset() {
+                continue;
+            }
+            let cache_before = p.log.epoch_cache().latest_entry();
+            // Appended unchanged: offsets, source epochs and producer fields kept.
+            if p.log.append_as_follower(b, None).is_err() {
+                break;
+            }
+            p.files.append(b, segment_bytes, &mut io);
+            if p.log.epoch_cache().latest_entry() != cache_before {
+                p.files
+                    .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
+            }
+            events.push(Event::MirrorAppended {
+                tp: tp.clone(),
+                base_offset: b.base_offset(),
+                last_offset: b.last_offset(),
+                epoch: b.partition_leader_epoch(),
+            });
+        }
+        // The destination log start follows the source's (never above our HW).
+        let ls = r.log_start_offset.min(p.log.high_watermark());
+        let ls_moved = p.log.maybe_increment_log_start_offset(ls).unwrap_or(false);
+        self.io(io);
+        self.emit_all(events);
+        if ls_moved {
+            self.after_log_start_moved(&tp);
+        }
+        self.reset_mirror_part(&tp);
+        // The destination HW advances by its own ISR (as an acks=1 write, prototype).
+        self.maybe_increment_hw(&tp);
+        self.try_complete_delayed(&tp);
+    }
+
+    fn reset_mirror_part(&mut self, tp: &TopicPartition) {
+        let Some(p) = self.partitions.get(tp) else {
+            return;
+        };
+        let (leo, epoch) = (p.log.log_end_offset(), p.log.latest_epoch());
+        if let Some(part) = self.mirror_fetch.parts.get_mut(tp) {
+            part.fetch_offset = leo;
+            part.last_fetched_epoch = epoch;
+            part.delayed_until = None;
+        }
+    }
+
+    /// OFFSET_OUT_OF_RANGE from the source: below its log start, restart there
+    /// (`truncateFullyAndStartAt(sourceLogStart)`); above its end, cut back to it.
+    fn mirror_out_of_range(&mut self, tp: &TopicPartition, r: &FetchPartitionResponse) {
+        let Some(part) = self.mirror_fetch.parts.get(tp) else {
+            return;
+        };
+        let fetch_offset = part.fetch_offset;
+        if r.log_start_offset.0 >= 0 && fetch_offset < r.log_start_offset {
+            self.truncate_replica_fully(tp, r.log_start_offset, TruncationCause::Mirror);
+            self.emit(Event::MirrorLogStartReset {
+                tp: tp.clone(),
+                start: r.log_start_offset,
+            });
+        } else if r.high_watermark.0 >= 0 && r.high_watermark < fetch_offset {
+            self.truncate_replica(tp, r.high_watermark, TruncationCause::Mirror);
+        } else if let Some(p) = self.mirror_fetch.parts.get_mut(tp) {
+            p.delayed_until = Some(self.now.plus_millis(1_000));
+        }
+        self.reset_mirror_part(tp);
+    }
+
+    /// Moves a mirror partition to FAILED with a reason (non-retryable).
+    pub(super) fn mirror_fail(&mut self, tp: &TopicPartition, reason: &str) {
+        let Some(r) = self.mirror_runs.get_mut(tp) else {
+            return;
+        };
+        let from = r.state();
+        let status = r.status.get_or_insert_with(MirrorPartitionStatus::unknown);
+        status.error_message = Some(reason.to_string());
+        status.retry_attempt = -1;
+        let _ = from;
+        self.mirror_write_failed(tp, reason);
+    }
+}

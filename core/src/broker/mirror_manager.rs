@@ -1,0 +1,893 @@
+//! The mirror metadata manager (KIP-1279 A.1; prototype `MirrorMetadataManager`): for every
+//! mirror partition this broker leads it reads the persisted state from `__mirror_state`,
+//! decides the next state from the desired state (the topic config `mirror.name`), persists
+//! each transition before its side effects, and runs the entry actions: PREPARING (LME
+//! lookup on the other cluster, truncation, ISR wait), MIRRORING (the mirror fetcher),
+//! PAUSING, and STOPPING (the design's stop plan). A new leader re-drives the current state.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::broker::{Broker, Pending};
+use super::mirror_coordinator::{BOOTSTRAP_SERVERS_CONFIG, SOURCE_CLUSTER_INDEX_CONFIG};
+use super::output::{Event, TruncationCause};
+use super::timers::TimerId;
+use crate::log::producer_state::AppendOrigin;
+use crate::mirror::{
+    FailbackMarker, LastMirrorEpochsValue, MirrorPartitionState as S, MirrorPartitionStatus,
+    StopStep, TruncationPoint, isr_converged, stop_plan, truncation_point,
+};
+use crate::protocol::messages::{
+    MirrorPartitionStateWrite, ReadMirrorStatesTopic, WriteMirrorStatesTopic,
+};
+use crate::protocol::metadata::{
+    ConfigResource, DesiredMirrorState, MIRROR_NAME_CONFIG, MIRROR_STATE_TOPIC,
+    MIRROR_STATE_TOPIC_PARTITIONS, MirrorMembership,
+};
+use crate::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
+use crate::record::{BatchBuilder, ControlRecord};
+use crate::types::{BrokerId, LeaderEpoch, Offset, TopicId, TopicPartition};
+
+/// Where a mirror partition's driver is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MirrorStep {
+    /// Reading the persisted state.
+    Reading,
+    /// Persisting a transition to this state.
+    Writing(S),
+    /// In a stable state (MIRRORING with a fetcher, PAUSED, STOPPED, FAILED).
+    Idle,
+    /// PREPARING: asking the other cluster's brokers for the LME.
+    LookupLme {
+        /// Brokers that have not answered.
+        pending: BTreeSet<BrokerId>,
+        /// Best `(epoch, offset)` so far.
+        best: (i32, i64),
+        /// A reverse mirror there has not stopped: retry later.
+        blocked: bool,
+    },
+    /// PREPARING: waiting until no ISR follower is ahead.
+    AwaitIsr,
+    /// STOPPING: at step `index` of the stop plan, waiting for `wait`.
+    Stop {
+        /// Index in the plan.
+        index: usize,
+        /// What the step waits for.
+        wait: StopWait,
+    },
+}
+
+/// What a STOPPING step waits for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopWait {
+    /// Nothing yet: run the step.
+    Start,
+    /// Metadata to show a leader epoch above this.
+    Bump(LeaderEpoch),
+    /// The LME write to be acknowledged.
+    Recording,
+    /// The HW to pass this offset (PID reset replicated).
+    Replicated(Offset),
+}
+
+/// One mirror partition led by this broker.
+#[derive(Clone, Debug)]
+pub struct MirrorRun {
+    /// Mirror name.
+    pub mirror: String,
+    /// Topic id (part of the `__mirror_state` key).
+    pub topic_id: TopicId,
+    /// Desired state from `mirror.name`.
+    pub desired: DesiredMirrorState,
+    /// Persisted status (after the read).
+    pub status: Option<MirrorPartitionStatus>,
+    /// The driver's position.
+    pub step: MirrorStep,
+    /// Leader epoch this run belongs to.
+    pub leader_epoch: LeaderEpoch,
+}
+
+impl MirrorRun {
+    /// The persisted state (UNKNOWN before the read).
+    #[must_use]
+    pub fn state(&self) -> S {
+        self.status.as_ref().map_or(S::Unknown, |s| s.state)
+    }
+}
+
+impl Broker {
+    /// Mirror partitions this broker leads (for checkers and traces).
+    #[must_use]
+    pub fn mirror_runs(&self) -> &BTreeMap<TopicPartition, MirrorRun> {
+        &self.mirror_runs
+    }
+
+    /// The mirror membership of a topic, from its `mirror.name` config.
+    pub(super) fn mirror_membership(&self, topic: &str) -> Option<MirrorMembership> {
+        self.image
+            .topic_config(topic, MIRROR_NAME_CONFIG)
+            .and_then(MirrorMembership::parse)
+    }
+
+    /// True while client writes must be refused (the partition is a mirror partition that is
+    /// not STOPPED; A.2: read-only is lifted at STOPPED, not when the stop is requested).
+    pub(super) fn is_read_only(&self, tp: &TopicPartition) -> bool {
+        if !self.config.mirror_design.read_only_enforced()
+            || self.mirror_membership(&tp.topic).is_none()
+        {
+            return false;
+        }
+        self.mirror_runs
+            .get(tp)
+            .is_none_or(|r| r.state() != S::Stopped)
+    }
+
+    /// Whether `make_leader` records the new epoch in the log's epoch cache: not for a mirror
+    /// partition while it mirrors (its cache holds source epochs only), yes once the desired
+    /// state is STOPPED (prototype `Partition.makeLeader`).
+    pub(super) fn assign_epoch_start_on_leadership(&self, tp: &TopicPartition) -> bool {
+        match self.mirror_membership(&tp.topic) {
+            None => true,
+            Some(m) => m.desired == DesiredMirrorState::Stopped,
+        }
+    }
+
+    /// Leadership or metadata of `tp` changed: start, re-drive or drop its mirror run.
+    pub(super) fn mirror_on_partition(&mut self, tp: &TopicPartition) {
+        let Some(m) = self.mirror_membership(&tp.topic) else {
+            self.drop_mirror_run(tp);
+            return;
+        };
+        let Some((epoch, topic_id)) = self
+            .partitions
+            .get(tp)
+            .filter(|p| p.is_leader())
+            .map(|p| (p.leader_epoch, p.topic_id))
+        else {
+            self.drop_mirror_run(tp);
+            return;
+        };
+        match self.mirror_runs.get_mut(tp) {
+            Some(r) if r.leader_epoch == epoch => {
+                let changed = r.desired != m.desired || r.mirror != m.mirror_name;
+                r.desired = m.desired;
+                r.mirror = m.mirror_name;
+                if changed {
+                    self.mirror_drive(tp);
+                }
+                // A bump during STOPPING changes the epoch: handled below as a new run only
+                // when the epoch differs.
+            }
+            _ => {
+                let carried = self.mirror_runs.remove(tp);
+                self.remove_from_mirror_fetcher(tp);
+                let run = MirrorRun {
+                    mirror: m.mirror_name,
+                    topic_id,
+                    desired: m.desired,
+                    status: carried.as_ref().and_then(|r| r.status.clone()),
+                    step: MirrorStep::Reading,
+                    leader_epoch: epoch,
+                };
+                self.mirror_runs.insert(tp.clone(), run);
+                self.send_mirror_read(tp);
+            }
+        }
+    }
+
+    fn drop_mirror_run(&mut self, tp: &TopicPartition) {
+        if self.mirror_runs.remove(tp).is_some() {
+            self.remove_from_mirror_fetcher(tp);
+        }
+    }
+
+    /// The broker hosting the `__mirror_state` partition of a key.
+    fn mirror_state_coordinator(
+        &self,
+        mirror: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Option<NodeId> {
+        let sp = crate::mirror::mirror_state_partition(
+            mirror,
+            topic_id,
+            partition,
+            MIRROR_STATE_TOPIC_PARTITIONS,
+        );
+        let leader = self
+            .image
+            .partition(&TopicPartition::new(MIRROR_STATE_TOPIC, sp))?
+            .leader?;
+        Some(self.broker_node(leader))
+    }
+
+    fn send_mirror_read(&mut self, tp: &TopicPartition) {
+        let Some(r) = self.mirror_runs.get(tp) else {
+            return;
+        };
+        let Some(to) = self.mirror_state_coordinator(&r.mirror, r.topic_id, tp.partition) else {
+            self.mirror_retry_later();
+            return;
+        };
+        let req = Request::ReadMirrorStates {
+            mirror_name: r.mirror.clone(),
+            topics: vec![ReadMirrorStatesTopic {
+                name: tp.topic.to_string(),
+                topic_id: r.topic_id,
+                partitions: vec![tp.partition],
+            }],
+        };
+        self.send_request(to, req, Pending::MirrorRead(tp.clone()), 0);
+    }
+
+    fn mirror_retry_later(&mut self) {
+        let at = self.now.plus_millis(500);
+        self.timers.set_if_earlier(TimerId::MirrorRetry, at);
+    }
+
+    pub(super) fn on_mirror_read(&mut self, tp: &TopicPartition, resp: Option<Response>) {
+        let data = match resp {
+            Some(Response::ReadMirrorStates { error, topics }) if error.is_ok() => topics
+                .into_iter()
+                .flat_map(|t| t.partitions)
+                .find(|p| p.partition == tp.partition && p.error.is_ok()),
+            _ => None,
+        };
+        let Some(r) = self.mirror_runs.get_mut(tp) else {
+            return;
+        };
+        if r.step != MirrorStep::Reading {
+            return;
+        }
+        let Some(d) = data else {
+            self.mirror_retry_later();
+            return;
+        };
+        r.status = Some(MirrorPartitionStatus {
+            state: S::from_value(d.state).unwrap_or(S::Unknown),
+            previous_state: S::from_value(d.previous_state).unwrap_or(S::Unknown),
+            state_epoch: d.state_epoch,
+            leader_epoch: d.leader_epoch.unwrap_or(LeaderEpoch::UNDEFINED),
+            error_message: d.error_message,
+            retry_attempt: d.retry_attempt,
+        });
+        r.step = MirrorStep::Idle;
+        self.mirror_drive_from_state(tp, true);
+    }
+
+    /// Re-evaluates a run after an outside change (desired state, timer).
+    pub(super) fn mirror_drive(&mut self, tp: &TopicPartition) {
+        let Some(r) = self.mirror_runs.get(tp) else {
+            return;
+        };
+        match &r.step {
+            MirrorStep::Reading | MirrorStep::Writing(_) => {}
+            MirrorStep::Idle => self.mirror_drive_from_state(tp, false),
+            MirrorStep::LookupLme {
+                pending, blocked, ..
+            } => {
+                if pending.is_empty() || *blocked {
+                    self.mirror_drive_from_state(tp, true);
+                }
+            }
+            MirrorStep::AwaitIsr => self.prepare_await_isr(tp),
+            MirrorStep::Stop { .. } => self.stop_continue(tp),
+        }
+    }
+
+    /// Decides the next state (prototype `applyStateTransition`) and either persists a
+    /// transition or re-runs the current state's action (`redrive`: after a read).
+    fn mirror_drive_from_state(&mut self, tp: &TopicPartition, redrive: bool) {
+        let Some(r) = self.mirror_runs.get(tp) else {
+            return;
+        };
+        let current = r.state();
+        let target = match (current, r.desired) {
+            (S::Failed, DesiredMirrorState::Stopped) => S::Stopping,
+            (S::Failed, _) => S::Failed,
+            (S::Stopped, DesiredMirrorState::Stopped) => S::Stopped,
+            (_, DesiredMirrorState::Stopped) => S::Stopping,
+            (S::Stopping, _) => S::Stopping,
+            (S::Mirroring, DesiredMirrorState::Paused) => S::Pausing,
+            (S::Pausing, _) => S::Pausing,
+            (S::Paused, DesiredMirrorState::Paused) => S::Paused,
+            (S::Paused, DesiredMirrorState::Mirroring) => S::Mirroring,
+            (S::Unknown | S::Stopped, _) => S::Preparing,
+            (s, _) => s,
+        };
+        if target == current {
+            if redrive {
+                self.mirror_enter(tp, target);
+            }
+            return;
+        }
+        self.mirror_write(tp, Some(target), None);
+    }
+
+    /// Persists a transition (and/or the failback marker) at the coordinator.
+    fn mirror_write(
+        &mut self,
+        tp: &TopicPartition,
+        target: Option<S>,
+        last_mirror: Option<(i32, i64)>,
+    ) {
+        let Some(r) = self.mirror_runs.get_mut(tp) else {
+            return;
+        };
+        let Some(to) = ({
+            let (m, id) = (r.mirror.clone(), r.topic_id);
+            self.mirror_state_coordinator(&m, id, tp.partition)
+        }) else {
+            self.mirror_retry_later();
+            return;
+        };
+        let r = self.mirror_runs.get_mut(tp).expect("checked");
+        let state_epoch = r.status.as_ref().map_or(0, |s| s.state_epoch);
+        if let Some(t) = target {
+            r.step = MirrorStep::Writing(t);
+        }
+        let w = MirrorPartitionStateWrite {
+            partition: tp.partition,
+            state: target.unwrap_or(S::Unknown).value(),
+            leader_epoch: Some(r.leader_epoch),
+            state_epoch: target.map(|_| state_epoch),
+            last_mirror_epoch: last_mirror.map(|(e, _)| LeaderEpoch(e)),
+            last_mirror_offset: last_mirror.map(|(_, o)| Offset(o)),
+            error_message: None,
+            retry_attempt: 0,
+            previous_state: r.state().value(),
+        };
+        let req = Request::WriteMirrorStates {
+            mirror_name: r.mirror.clone(),
+            topics: vec![WriteMirrorStatesTopic {
+                name: tp.topic.to_string(),
+                topic_id: r.topic_id,
+                partitions: vec![w],
+            }],
+        };
+        self.send_request(to, req, Pending::MirrorWrite(tp.clone(), target), 0);
+    }
+
+    /// Persists FAILED with a reason (non-retryable).
+    pub(super) fn mirror_write_failed(&mut self, tp: &TopicPartition, reason: &str) {
+        self.mirror_write(tp, Some(S::Failed), None);
+        // The reason travels with the write (the request built above carries no error); put it
+        // on the last queued WriteMirrorStates.
+        for out in self.outputs.iter_mut().rev() {
+            if let super::output::Output::Send {
+                message: super::output::Message::Request(Request::WriteMirrorStates { topics, .. }),
+                ..
+            } = out
+            {
+                for t in topics.iter_mut() {
+                    for p in t.partitions.iter_mut() {
+                        p.error_message = Some(reason.to_string());
+                        p.retry_attempt = -1;
+                    }
+                }
+                break;
+            }
+        }
+    }
+
+    pub(super) fn on_mirror_write(
+        &mut self,
+        tp: &TopicPartition,
+        target: Option<S>,
+        resp: Option<Response>,
+    ) {
+        let result = match resp {
+            Some(Response::WriteMirrorStates { error, topics }) if error.is_ok() => topics
+                .into_iter()
+                .flat_map(|t| t.partitions)
+                .find(|p| p.0 == tp.partition),
+            _ => None,
+        };
+        let Some(r) = self.mirror_runs.get_mut(tp) else {
+            return;
+        };
+        match (target, result) {
+            (Some(t), Some((_, ErrorCode::None, new_epoch))) => {
+                let from = r.state();
+                let status = r.status.get_or_insert_with(MirrorPartitionStatus::unknown);
+                status.state = t;
+                status.state_epoch = new_epoch;
+                status.leader_epoch = r.leader_epoch;
+                r.step = MirrorStep::Idle;
+                let (state_epoch, leader_epoch) = (new_epoch, r.leader_epoch);
+                self.emit(Event::MirrorStateChanged {
+                    tp: tp.clone(),
+                    from,
+                    to: t,
+                    state_epoch,
+                    leader_epoch,
+                });
+                self.mirror_enter(tp, t);
+            }
+            (Some(_), Some((_, ErrorCode::FencedStateEpoch | ErrorCode::FencedLeaderEpoch, _))) => {
+                // Someone newer owns the state, or our view is stale: re-read.
+                r.step = MirrorStep::Reading;
+                self.send_mirror_read(tp);
+            }
+            (Some(_), _) => {
+                r.step = MirrorStep::Idle;
+                self.mirror_retry_later();
+            }
+            (None, Some((_, ErrorCode::None, _))) => {
+                if let MirrorStep::Stop {
+                    index,
+                    wait: StopWait::Recording,
+                } = r.step
+                {
+                    r.step = MirrorStep::Stop {
+                        index: index + 1,
+                        wait: StopWait::Start,
+                    };
+                    self.stop_continue(tp);
+                }
+            }
+            (None, _) => {
+                if let MirrorStep::Stop { index, .. } = r.step {
+                    r.step = MirrorStep::Stop {
+                        index,
+                        wait: StopWait::Start,
+                    };
+                }
+                self.mirror_retry_later();
+            }
+        }
+    }
+
+    /// Runs a state's entry action (idempotent: a new leader re-runs it).
+    fn mirror_enter(&mut self, tp: &TopicPartition, state: S) {
+        match state {
+            S::Preparing => self.prepare_lookup(tp),
+            S::Mirroring => self.add_to_mirror_fetcher(tp),
+            S::Pausing => {
+                self.remove_from_mirror_fetcher(tp);
+                self.mirror_write(tp, Some(S::Paused), None);
+            }
+            S::Stopping => {
+                if let Some(r) = self.mirror_runs.get_mut(tp) {
+                    r.step = MirrorStep::Stop {
+                        index: 0,
+                        wait: StopWait::Start,
+                    };
+                }
+                self.stop_continue(tp);
+            }
+            S::Paused | S::Stopped | S::Failed | S::Unknown | S::EpochFencing | S::UleRecovery => {
+                self.remove_from_mirror_fetcher(tp);
+                // A desired-state change that arrived while writing is picked up now.
+                self.mirror_drive_from_state(tp, false);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ source cluster
+
+    /// The source cluster of a mirror and its bootstrap brokers (mirror configs).
+    pub(super) fn mirror_source(&self, mirror: &str) -> Option<(ClusterIdx, Vec<BrokerId>)> {
+        let cfg = self
+            .image
+            .configs
+            .get(&ConfigResource::Mirror(mirror.to_string()))?;
+        let cluster = ClusterIdx(cfg.get(SOURCE_CLUSTER_INDEX_CONFIG)?.parse().ok()?);
+        let brokers = cfg
+            .get(BOOTSTRAP_SERVERS_CONFIG)?
+            .split(',')
+            .filter_map(|b| b.trim().parse().ok().map(BrokerId))
+            .collect();
+        Some((cluster, brokers))
+    }
+
+    // ------------------------------------------------------------------ PREPARING
+
+    /// Asks every source broker for the LME (each answers from the `__mirror_state` it
+    /// hosts; the answer is the max), prototype `describeClusterMirrors` lookup.
+    fn prepare_lookup(&mut self, tp: &TopicPartition) {
+        let Some(r) = self.mirror_runs.get(tp) else {
+            return;
+        };
+        let Some((source, brokers)) = self.mirror_source(&r.mirror) else {
+            self.mirror_retry_later();
+            return;
+        };
+        let topic_id = r.topic_id;
+        let me = self.config.cluster.0.to_string();
+        let r = self.mirror_runs.get_mut(tp).expect("run");
+        r.step = MirrorStep::LookupLme {
+            pending: brokers.iter().copied().collect(),
+            best: (-1, -1),
+            blocked: false,
+        };
+        for b in brokers {
+            let req = Request::DescribeMirrors {
+                mirror_names: None,
+                cluster_id: Some(me.clone()),
+                last_mirror_epoch_lookups: vec![(topic_id, vec![tp.partition])],
+            };
+            self.send_request(
+                NodeId::broker(source, b),
+                req,
+                Pending::MirrorLookup {
+                    tp: tp.clone(),
+                    broker: b,
+                },
+                0,
+            );
+        }
+    }
+
+    pub(super) fn on_mirror_lookup(
+        &mut self,
+        tp: &TopicPartition,
+        broker: BrokerId,
+        resp: Option<Response>,
+    ) {
+        let Some(r) = self.mirror_runs.get_mut(tp) else {
+            return;
+        };
+        let MirrorStep::LookupLme {
+            pending,
+            best,
+            blocked,
+        } = &mut r.step
+        else {
+            return;
+        };
+        match resp {
+            Some(Response::DescribeMirrors { mirrors }) => {
+                pending.remove(&broker);
+                for m in mirrors {
+                    for t in m.topics {
+                        for p in t
+                            .partitions
+                            .into_iter()
+                            .filter(|p| p.partition == tp.partition)
+                        {
+                            // Failback safety: the reverse mirror must have stopped there.
+                            if p.state != S::Stopped.to_string()
+                                && p.state != S::Unknown.to_string()
+                            {
+                                *blocked = true;
+                            }
+                            if p.last_mirror_epoch > best.0 {
+                                *best = (p.last_mirror_epoch, p.last_mirror_offset);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {
+                // Unreachable broker: ask it again later (transient: stay PREPARING).
+                let at = self.now.plus_millis(1_000);
+                self.timers.set_if_earlier(TimerId::MirrorRetry, at);
+                return;
+            }
+        }
+        if !pending.is_empty() {
+            return;
+        }
+        if *blocked {
+            r.step = MirrorStep::Idle;
+            self.mirror_retry_later();
+            return;
+        }
+        let best = *best;
+        self.prepare_truncate(tp, best);
+    }
+
+    /// Truncates at the start of the first epoch above the LME (or per the design's marker).
+    fn prepare_truncate(&mut self, tp: &TopicPartition, (lme, lmo): (i32, i64)) {
+        let design = self.mirror_design();
+        let marker = design.failback_marker().marker(LastMirrorEpochsValue {
+            last_mirror_epoch: lme,
+            last_mirror_offset: lmo,
+        });
+        let Some(p) = self.partitions.get(tp) else {
+            return;
+        };
+        let point = truncation_point(p.log.epoch_cache(), p.log.log_end_offset(), marker);
+        let lme_known = !matches!(
+            marker,
+            FailbackMarker::Lme(None) | FailbackMarker::Lmo(None)
+        );
+        match point {
+            TruncationPoint::Fully => {
+                if p.log.log_end_offset() > Offset(0) || !lme_known {
+                    self.truncate_replica_fully(tp, Offset(0), TruncationCause::Mirror);
+                }
+            }
+            TruncationPoint::At(o) => self.truncate_replica(tp, o, TruncationCause::Mirror),
+            TruncationPoint::Nothing => {}
+        }
+        self.emit(Event::MirrorAligned {
+            tp: tp.clone(),
+            last_mirrored_epoch: lme,
+            log_end_offset: self.partitions[tp].log.log_end_offset(),
+        });
+        if let Some(r) = self.mirror_runs.get_mut(tp) {
+            r.step = MirrorStep::AwaitIsr;
+        }
+        self.prepare_await_isr(tp);
+    }
+
+    /// True when no ISR follower is ahead of the leader (prototype
+    /// `maybeCompleteReplicaConvergence`).
+    fn followers_converged(&self, tp: &TopicPartition) -> bool {
+        let Some(p) = self.partitions.get(tp) else {
+            return false;
+        };
+        let Some(l) = p.leader_state() else {
+            return false;
+        };
+        let isr = l.isr.maximal_isr();
+        let followers: Vec<(BrokerId, Offset, bool)> = l
+            .followers
+            .iter()
+            .map(|(b, st)| (*b, st.log_end_offset, isr.contains(b)))
+            .collect();
+        isr_converged(
+            p.log.log_end_offset(),
+            &followers,
+            false,
+            p.replicas.len(),
+            isr.len(),
+            self.min_isr(tp),
+        )
+    }
+
+    fn prepare_await_isr(&mut self, tp: &TopicPartition) {
+        let wait = self.mirror_design().prepare_waits_for_isr();
+        if wait && !self.followers_converged(tp) {
+            return; // re-checked on every follower fetch
+        }
+        if let Some(r) = self.mirror_runs.get_mut(tp) {
+            r.step = MirrorStep::Idle;
+        }
+        self.mirror_write(tp, Some(S::Mirroring), None);
+    }
+
+    /// A follower fetched: runs waiting on ISR convergence may proceed.
+    pub(super) fn mirror_on_follower_progress(&mut self, tp: &TopicPartition) {
+        let waiting = self.mirror_runs.get(tp).is_some_and(|r| {
+            matches!(r.step, MirrorStep::AwaitIsr)
+                || matches!(
+                    r.step,
+                    MirrorStep::Stop {
+                        wait: StopWait::Start,
+                        ..
+                    }
+                )
+                || matches!(
+                    r.step,
+                    MirrorStep::Stop {
+                        wait: StopWait::Replicated(_),
+                        ..
+                    }
+                )
+        });
+        if waiting {
+            self.mirror_drive(tp);
+        }
+    }
+
+    // ------------------------------------------------------------------ STOPPING
+
+    /// Runs the stop plan from the current step until a step has to wait.
+    fn stop_continue(&mut self, tp: &TopicPartition) {
+        let plan = stop_plan(&self.mirror_design());
+        loop {
+            let Some(r) = self.mirror_runs.get(tp) else {
+                return;
+            };
+            let MirrorStep::Stop { index, wait } = r.step.clone() else {
+                return;
+            };
+            let Some(step) = plan.get(index).copied() else {
+                return;
+            };
+            let done = self.stop_step(tp, step, &wait);
+            if !done {
+                return;
+            }
+            if step == StopStep::MarkStopped {
+                return;
+            }
+            if let Some(r) = self.mirror_runs.get_mut(tp) {
+                r.step = MirrorStep::Stop {
+                    index: index + 1,
+                    wait: StopWait::Start,
+                };
+            }
+        }
+    }
+
+    /// One stop step; true when it completed now.
+    fn stop_step(&mut self, tp: &TopicPartition, step: StopStep, wait: &StopWait) -> bool {
+        let index = match self.mirror_runs.get(tp).map(|r| &r.step) {
+            Some(MirrorStep::Stop { index, .. }) => *index,
+            _ => return false,
+        };
+        match step {
+            StopStep::RemoveFetchers => {
+                self.remove_from_mirror_fetcher(tp);
+                true
+            }
+            StopStep::BumpLeaderEpoch => {
+                let Some(p) = self.partitions.get(tp) else {
+                    return false;
+                };
+                // MinLeaderEpoch = the latest epoch in the log; done once the partition's
+                // leader epoch is above it (A.2).
+                let min = p
+                    .log
+                    .epoch_cache()
+                    .latest_epoch()
+                    .unwrap_or(LeaderEpoch::UNDEFINED);
+                if p.leader_epoch > min {
+                    return true;
+                }
+                if !matches!(wait, StopWait::Bump(_)) {
+                    let req = Request::BumpLeaderEpochs {
+                        partitions: vec![(tp.clone(), min)],
+                    };
+                    let controller = self.controller();
+                    self.send_request(controller, req, Pending::BumpLeaderEpochs(tp.clone()), 0);
+                    if let Some(r) = self.mirror_runs.get_mut(tp) {
+                        r.step = MirrorStep::Stop {
+                            index,
+                            wait: StopWait::Bump(min),
+                        };
+                    }
+                }
+                false
+            }
+            StopStep::TruncateToLso => {
+                let lso = self.partitions.get(tp).map(|p| p.log.last_stable_offset());
+                if let Some(lso) = lso {
+                    self.truncate_replica(tp, lso, TruncationCause::Mirror);
+                }
+                true
+            }
+            StopStep::WaitForIsr => self.followers_converged(tp),
+            StopStep::WriteAbortMarkers => {
+                self.write_abort_markers(tp);
+                true
+            }
+            StopStep::RecordLastMirror => {
+                if matches!(wait, StopWait::Recording) {
+                    return false;
+                }
+                let Some(p) = self.partitions.get(tp) else {
+                    return false;
+                };
+                let leo = p.log.log_end_offset();
+                // The LME is the greatest epoch that has records (a trailing entry of the
+                // bumped destination epoch at the LEO holds none).
+                let lme = p
+                    .log
+                    .epoch_cache()
+                    .epoch_entries()
+                    .iter()
+                    .rev()
+                    .find(|e| e.start_offset < leo)
+                    .map_or(-1, |e| e.epoch.0);
+                if let Some(r) = self.mirror_runs.get_mut(tp) {
+                    r.step = MirrorStep::Stop {
+                        index,
+                        wait: StopWait::Recording,
+                    };
+                }
+                self.emit(Event::MirrorLastMirroredEpoch {
+                    tp: tp.clone(),
+                    last_mirrored_epoch: LeaderEpoch(lme),
+                    log_end_offset: leo,
+                });
+                self.mirror_write(tp, None, Some((lme, leo.0)));
+                false
+            }
+            StopStep::AppendPidReset => {
+                if let StopWait::Replicated(required) = wait {
+                    return self
+                        .partitions
+                        .get(tp)
+                        .is_some_and(|p| p.log.high_watermark() >= *required);
+                }
+                // Idempotent re-drive: a reset already at the log end is not written twice.
+                let already = self
+                    .partitions
+                    .get(tp)
+                    .and_then(|p| p.log.batches().next_back().cloned());
+                let required = match already {
+                    Some(b) if b.control_record() == Some(ControlRecord::MirrorPidReset) => {
+                        b.next_offset()
+                    }
+                    _ => {
+                        let batch = BatchBuilder::new()
+                            .build_control(ControlRecord::MirrorPidReset, self.now.as_millis());
+                        match self.append_leader(tp, &batch, AppendOrigin::Coordinator) {
+                            Ok(info) => info.last_offset.plus(1),
+                            Err(_) => {
+                                self.mirror_retry_later();
+                                return false;
+                            }
+                        }
+                    }
+                };
+                if let Some(r) = self.mirror_runs.get_mut(tp) {
+                    r.step = MirrorStep::Stop {
+                        index,
+                        wait: StopWait::Replicated(required),
+                    };
+                }
+                self.partitions
+                    .get(tp)
+                    .is_some_and(|p| p.log.high_watermark() >= required)
+            }
+            StopStep::MarkStopped => {
+                self.mirror_write(tp, Some(S::Stopped), None);
+                true
+            }
+        }
+    }
+
+    /// Latest design: ABORT markers for every open transaction (prototype
+    /// `abortOngoingTransactions`), one per producer, coordinator epoch -1.
+    fn write_abort_markers(&mut self, tp: &TopicPartition) {
+        let Some(p) = self.partitions.get(tp) else {
+            return;
+        };
+        let open: Vec<(crate::types::ProducerId, crate::types::ProducerEpoch)> = p
+            .log
+            .producer_state()
+            .ongoing_txns()
+            .values()
+            .filter_map(|t| {
+                p.log
+                    .producer_state()
+                    .last_entry(t.producer_id)
+                    .map(|e| (t.producer_id, e.producer_epoch))
+            })
+            .collect();
+        for (pid, epoch) in open {
+            let batch = BatchBuilder::transactional(pid, epoch, crate::types::Sequence::NONE)
+                .build_control(ControlRecord::abort(-1), self.now.as_millis());
+            let _ = self.append_leader(tp, &batch, AppendOrigin::Coordinator);
+        }
+    }
+
+    pub(super) fn on_bump_response(&mut self, tp: &TopicPartition) {
+        // Completion is observed through metadata (epoch above the minimum); a failed request
+        // is retried by the re-drive.
+        if let Some(r) = self.mirror_runs.get_mut(tp)
+            && let MirrorStep::Stop {
+                index,
+                wait: StopWait::Bump(_),
+            } = r.step
+        {
+            r.step = MirrorStep::Stop {
+                index,
+                wait: StopWait::Start,
+            };
+        }
+        self.mirror_retry_later();
+    }
+
+    /// Periodic re-drive of mirror runs that wait on something outside.
+    pub(super) fn on_mirror_retry(&mut self) {
+        let tps: Vec<TopicPartition> = self.mirror_runs.keys().cloned().collect();
+        for tp in tps {
+            let Some(r) = self.mirror_runs.get(&tp) else {
+                continue;
+            };
+            match &r.step {
+                MirrorStep::Reading => self.send_mirror_read(&tp),
+                MirrorStep::LookupLme { .. } => self.prepare_lookup(&tp),
+                MirrorStep::Idle => self.mirror_drive_from_state(&tp, true),
+                _ => self.mirror_drive(&tp),
+            }
+        }
+        self.maybe_send_mirror_fetches();
+    }
+}

@@ -1,0 +1,304 @@
+//! A chaos plan: the world, workload and fault schedule a seed draws, as data. The plan is
+//! drawn with `arbitrary` from bytes of a seeded RNG, so the same seed gives the same plan,
+//! and a plan (a capsule) replays without the RNG.
+
+use arbitrary::{Arbitrary, Result as ArbResult, Unstructured};
+use rand::{RngCore, SeedableRng};
+
+/// How a crash treats unflushed data.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum CrashMode {
+    /// Process crash: the page cache survives (most crashes).
+    Process,
+    /// Power loss: unflushed writes are lost.
+    PowerLoss,
+    /// Power loss that may tear the last write.
+    Torn,
+}
+
+/// One fault or operator action.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ChaosFault {
+    /// Crash broker `broker` (1-based) of cluster `cluster`.
+    Crash {
+        /// Cluster index.
+        cluster: u16,
+        /// Broker id.
+        broker: i32,
+        /// Crash mode.
+        mode: CrashMode,
+        /// Restart after this long (the liveness phase restarts it anyway).
+        down_ms: u64,
+    },
+    /// Restart a crashed broker.
+    Restart {
+        /// Cluster index.
+        cluster: u16,
+        /// Broker id.
+        broker: i32,
+    },
+    /// Pause a broker for a while.
+    Pause {
+        /// Cluster index.
+        cluster: u16,
+        /// Broker id.
+        broker: i32,
+        /// How long.
+        for_ms: u64,
+    },
+    /// Cut a broker from the rest of its cluster (and clients) for a while.
+    Isolate {
+        /// Cluster index.
+        cluster: u16,
+        /// Broker id.
+        broker: i32,
+        /// How long.
+        for_ms: u64,
+    },
+    /// Cut a broker from the controller only (it gets fenced but keeps serving).
+    IsolateFromController {
+        /// Cluster index.
+        cluster: u16,
+        /// Broker id.
+        broker: i32,
+        /// How long.
+        for_ms: u64,
+    },
+    /// Drop a fraction of all messages for a while.
+    PacketLoss {
+        /// Fraction in permille.
+        permille: u16,
+        /// How long.
+        for_ms: u64,
+    },
+    /// Ask for an unclean election of a partition (acts only when it has no leader).
+    UncleanElection {
+        /// Cluster index.
+        cluster: u16,
+        /// Topic index in the plan.
+        topic: usize,
+        /// Partition.
+        partition: i32,
+    },
+    /// DeleteRecords up to the HW.
+    DeleteRecords {
+        /// Cluster index.
+        cluster: u16,
+        /// Topic index.
+        topic: usize,
+        /// Partition.
+        partition: i32,
+    },
+}
+
+/// A timed fault.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FaultStep {
+    /// When, in ms after the workload starts.
+    pub at_ms: u64,
+    /// What.
+    pub fault: ChaosFault,
+}
+
+/// A topic of the plan.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TopicPlan {
+    /// Name.
+    pub name: String,
+    /// Partitions.
+    pub partitions: i32,
+    /// Replication factor.
+    pub replication_factor: i16,
+    /// `min.insync.replicas`.
+    pub min_insync_replicas: i16,
+}
+
+/// A workload client of the plan.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ClientPlan {
+    /// Idempotent producer.
+    Producer {
+        /// Topic index.
+        topic: usize,
+        /// acks.
+        acks: i16,
+        /// Records per second.
+        rate: u32,
+    },
+    /// Transactional producer.
+    TransactionalProducer {
+        /// Topic index.
+        topic: usize,
+        /// Abort one transaction in this many (0 = never).
+        abort_one_in: u32,
+        /// Records per second.
+        rate: u32,
+    },
+    /// Consumer in a group.
+    Consumer {
+        /// Topic index.
+        topic: usize,
+        /// Isolation.
+        read_committed: bool,
+    },
+}
+
+/// Everything a chaos run does.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ChaosPlan {
+    /// The seed the plan was drawn from.
+    pub seed: u64,
+    /// Brokers per cluster.
+    pub brokers: Vec<u16>,
+    /// Cluster default for unclean elections.
+    pub unclean_leader_election_enable: bool,
+    /// `log.flush.interval.ms`.
+    pub log_flush_interval_ms: Option<i64>,
+    /// Topics (created on cluster 0).
+    pub topics: Vec<TopicPlan>,
+    /// Clients.
+    pub clients: Vec<ClientPlan>,
+    /// Faults, in time order.
+    pub faults: Vec<FaultStep>,
+    /// Length of the safety phase (faults happen in it).
+    pub safety_ms: u64,
+    /// Bound of the liveness phase (no faults; the system must converge).
+    pub liveness_ms: u64,
+}
+
+fn fault(u: &mut Unstructured<'_>, brokers: u16, topics: &[TopicPlan]) -> ArbResult<ChaosFault> {
+    let broker = i32::from(u.int_in_range(1..=brokers)?);
+    let for_ms = u64::from(u.int_in_range(500..=20_000u32)?);
+    let topic = u.choose_index(topics.len())?;
+    let partition = u.int_in_range(0..=topics[topic].partitions - 1)?;
+    Ok(match u.int_in_range(0..=9u8)? {
+        0..=2 => ChaosFault::Crash {
+            cluster: 0,
+            broker,
+            mode: match u.int_in_range(0..=9u8)? {
+                0 => CrashMode::Torn,
+                1 => CrashMode::PowerLoss,
+                _ => CrashMode::Process,
+            },
+            down_ms: for_ms,
+        },
+        3 => ChaosFault::Pause {
+            cluster: 0,
+            broker,
+            for_ms,
+        },
+        4 | 5 => ChaosFault::Isolate {
+            cluster: 0,
+            broker,
+            for_ms,
+        },
+        6 => ChaosFault::IsolateFromController {
+            cluster: 0,
+            broker,
+            for_ms,
+        },
+        7 => ChaosFault::PacketLoss {
+            permille: u.int_in_range(10..=200)?,
+            for_ms,
+        },
+        8 => ChaosFault::UncleanElection {
+            cluster: 0,
+            topic,
+            partition,
+        },
+        _ => ChaosFault::DeleteRecords {
+            cluster: 0,
+            topic,
+            partition,
+        },
+    })
+}
+
+impl ChaosPlan {
+    /// Draws the plan of `seed` (single cluster).
+    #[must_use]
+    pub fn single_cluster(seed: u64) -> Self {
+        let mut bytes = vec![0u8; 4096];
+        rand::rngs::StdRng::seed_from_u64(seed).fill_bytes(&mut bytes);
+        let mut u = Unstructured::new(&bytes);
+        Self::draw(seed, &mut u).expect("4 KiB of bytes always draw a plan")
+    }
+
+    fn draw(seed: u64, u: &mut Unstructured<'_>) -> ArbResult<Self> {
+        let brokers: u16 = u.int_in_range(1..=5)?;
+        let n_topics = u.int_in_range(1..=2usize)?;
+        let mut topics = Vec::new();
+        for i in 0..n_topics {
+            let rf = u.int_in_range(1..=brokers.min(3))? as i16;
+            topics.push(TopicPlan {
+                name: format!("t{i}"),
+                partitions: u.int_in_range(1..=4)?,
+                replication_factor: rf,
+                min_insync_replicas: u.int_in_range(1..=rf.min(2))?,
+            });
+        }
+        let mut clients = Vec::new();
+        for _ in 0..u.int_in_range(1..=3usize)? {
+            let topic = u.choose_index(topics.len())?;
+            clients.push(match u.int_in_range(0..=3u8)? {
+                0 | 1 => ClientPlan::Producer {
+                    topic,
+                    acks: *u.choose(&[-1i16, -1, 1])?,
+                    rate: u.int_in_range(20..=200)?,
+                },
+                2 => ClientPlan::TransactionalProducer {
+                    topic,
+                    abort_one_in: u.int_in_range(0..=4)?,
+                    rate: u.int_in_range(20..=100)?,
+                },
+                _ => ClientPlan::Consumer {
+                    topic,
+                    read_committed: bool::arbitrary(u)?,
+                },
+            });
+        }
+        let safety_ms = u64::from(u.int_in_range(20_000..=60_000u32)?);
+        let mut faults = Vec::new();
+        for _ in 0..u.int_in_range(0..=8usize)? {
+            faults.push(FaultStep {
+                at_ms: u64::from(u.int_in_range(0..=u32::try_from(safety_ms).unwrap_or(60_000))?),
+                fault: fault(u, brokers, &topics)?,
+            });
+        }
+        faults.sort_by_key(|f| f.at_ms);
+        Ok(Self {
+            seed,
+            brokers: vec![brokers],
+            unclean_leader_election_enable: u.ratio(1, 5)?,
+            log_flush_interval_ms: if u.ratio(1, 3)? { Some(1_000) } else { None },
+            topics,
+            clients,
+            faults,
+            safety_ms,
+            liveness_ms: 120_000,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_seed_draws_the_same_plan_and_plans_vary() {
+        assert_eq!(ChaosPlan::single_cluster(7), ChaosPlan::single_cluster(7));
+        let distinct: std::collections::BTreeSet<String> = (0..20)
+            .map(|s| serde_json::to_string(&ChaosPlan::single_cluster(s)).unwrap())
+            .collect();
+        assert!(distinct.len() > 15);
+    }
+
+    #[test]
+    fn plans_round_trip_through_json() {
+        let p = ChaosPlan::single_cluster(3);
+        let j = serde_json::to_string(&p).unwrap();
+        assert_eq!(serde_json::from_str::<ChaosPlan>(&j).unwrap(), p);
+    }
+}

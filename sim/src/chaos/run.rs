@@ -1,0 +1,427 @@
+//! Runs a chaos plan: build the world, start the workload, play faults during the safety
+//! phase, heal everything, and require convergence within the liveness bound. The checker
+//! watches every event; the first violation ends the run.
+
+use std::time::Duration;
+
+use mirror_core::protocol::{ClusterIdx, NodeId, NodeRole};
+use mirror_core::types::{BrokerId, Offset, TopicPartition};
+
+use super::plan::{ChaosFault, ChaosPlan, ClientPlan, CrashMode};
+use crate::check::Violation;
+use crate::disk::CrashPolicy;
+use crate::kafka::{ClusterSpec, KafkaWorld, KafkaWorldSpec};
+use crate::net::{Direction, NetConfig, NodeSet};
+use crate::workload::{ClientNode, Consumer, ConsumerConfig, Producer, ProducerConfig};
+use crate::world::{RunReport, run_seed};
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every invariant held and the system converged.
+    Pass,
+    /// An invariant broke.
+    Violation(Violation),
+    /// The system did not converge in the liveness phase.
+    Liveness {
+        /// What did not converge.
+        detail: String,
+    },
+    /// A node or the harness panicked (a broken internal assertion).
+    Crash {
+        /// The panic message.
+        message: String,
+    },
+}
+
+impl Verdict {
+    /// True for `Pass`.
+    #[must_use]
+    pub fn is_pass(&self) -> bool {
+        matches!(self, Verdict::Pass)
+    }
+
+    /// The short name (`pass`, `violation:log_matching`, `liveness`, `crash`).
+    #[must_use]
+    pub fn short(&self) -> String {
+        match self {
+            Verdict::Pass => "pass".into(),
+            Verdict::Violation(v) => format!("violation:{}", v.invariant),
+            Verdict::Liveness { .. } => "liveness".into(),
+            Verdict::Crash { .. } => "crash".into(),
+        }
+    }
+}
+
+/// The result of one seed.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ChaosOutcome {
+    /// Seed.
+    pub seed: u64,
+    /// Verdict.
+    pub verdict: Verdict,
+    /// The run report (trace hash, simulated seconds, events, compact trace).
+    pub report: Option<RunReport>,
+    /// The plan that ran.
+    pub plan: ChaosPlan,
+}
+
+/// Options that change a run without changing its plan.
+#[derive(Clone, Debug, Default)]
+pub struct ChaosOptions {
+    /// Planted bug: leaders ignore the ISR when advancing the HW.
+    pub ablation_hw_ignores_isr: bool,
+}
+
+/// Runs one seed on a fresh thread and runtime.
+#[must_use]
+pub fn run_chaos_seed(seed: u64, opts: &ChaosOptions) -> ChaosOutcome {
+    run_plan(ChaosPlan::single_cluster(seed), opts)
+}
+
+/// Runs a plan (a capsule replays through here).
+#[must_use]
+pub fn run_plan(plan: ChaosPlan, opts: &ChaosOptions) -> ChaosOutcome {
+    let seed = plan.seed;
+    let p2 = plan.clone();
+    let opts = opts.clone();
+    let res = run_seed(seed, move || async move { execute(p2, opts).await });
+    match res {
+        Ok((verdict, report)) => ChaosOutcome {
+            seed,
+            verdict,
+            report: Some(report),
+            plan,
+        },
+        Err(message) => ChaosOutcome {
+            seed,
+            verdict: Verdict::Crash { message },
+            report: None,
+            plan,
+        },
+    }
+}
+
+fn spec_of(plan: &ChaosPlan, opts: &ChaosOptions) -> KafkaWorldSpec {
+    let clusters = plan
+        .brokers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let mut c = ClusterSpec::new(if i == 0 { "src" } else { "dst" }, *b);
+            c.unclean_leader_election_enable = plan.unclean_leader_election_enable;
+            c.tuning.log_flush_interval_ms = plan.log_flush_interval_ms;
+            c.tuning.ablation_hw_ignores_isr = opts.ablation_hw_ignores_isr;
+            c
+        })
+        .collect();
+    KafkaWorldSpec {
+        clusters,
+        net: NetConfig::default(),
+    }
+}
+
+async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
+    let w = KafkaWorld::start(spec_of(&plan, &opts));
+    let c0 = ClusterIdx(0);
+    w.run_for_ms(3_000).await;
+    for t in &plan.topics {
+        let min_isr = t.min_insync_replicas.to_string();
+        w.create_topic(
+            c0,
+            &t.name,
+            t.partitions,
+            t.replication_factor,
+            &[("min.insync.replicas", min_isr.as_str())],
+        )
+        .await;
+    }
+    start_clients(&w, &plan);
+    let start = w.world.now();
+    for step in &plan.faults {
+        let at = start.plus_millis(i64::try_from(step.at_ms).unwrap_or(i64::MAX));
+        let now = w.world.now();
+        if at > now {
+            madsim::time::sleep(Duration::from_micros(at.0 - now.0)).await;
+        }
+        if w.violation().is_some() {
+            break;
+        }
+        apply(&w, &plan, &step.fault).await;
+    }
+    let end = start.plus_millis(i64::try_from(plan.safety_ms).unwrap_or(i64::MAX));
+    let now = w.world.now();
+    if end > now && w.violation().is_none() {
+        madsim::time::sleep(Duration::from_micros(end.0 - now.0)).await;
+    }
+    // Liveness phase: heal everything, restart what is down, stop producing, require
+    // convergence.
+    w.world.heal_all();
+    w.stop_producers();
+    for n in w.world.down_nodes() {
+        if !matches!(n.role, NodeRole::Client(_)) {
+            w.world.restart(n);
+        }
+    }
+    let verdict = if let Some(v) = w.violation() {
+        Verdict::Violation(v)
+    } else {
+        let converged = w
+            .wait_until(plan.liveness_ms, |w| {
+                converged(w, &plan).is_none() || w.violation().is_some()
+            })
+            .await;
+        match (w.finish(), converged) {
+            (Some(v), _) => Verdict::Violation(v),
+            (None, true) => Verdict::Pass,
+            (None, false) => Verdict::Liveness {
+                detail: converged_detail(&w, &plan),
+            },
+        }
+    };
+    (verdict, w.world.report(plan.seed))
+}
+
+fn converged_detail(w: &KafkaWorld, plan: &ChaosPlan) -> String {
+    converged(w, plan).unwrap_or_else(|| "converged late".into())
+}
+
+/// `None` when every partition has a leader, a full ISR, and every replica's LEO and HW
+/// equal the leader's.
+fn converged(w: &KafkaWorld, plan: &ChaosPlan) -> Option<String> {
+    let c0 = ClusterIdx(0);
+    for t in &plan.topics {
+        for p in 0..t.partitions {
+            let tp = TopicPartition::new(t.name.as_str(), p);
+            let Some(leader) = w.leader(c0, &tp) else {
+                return Some(format!("{tp} has no leader"));
+            };
+            let Some((leo, hw)) = w.replica_offsets(c0, leader, &tp) else {
+                return Some(format!("{tp} leader {leader} has no replica"));
+            };
+            if hw != leo {
+                return Some(format!("{tp} leader HW {hw} != LEO {leo}"));
+            }
+            let replicas = w
+                .with_broker(c0, leader, |b| {
+                    b.partition(&tp).map(|p| (p.replicas.clone(), p.isr()))
+                })
+                .flatten();
+            let Some((replicas, isr)) = replicas else {
+                return Some(format!("{tp} leader state missing"));
+            };
+            if isr.len() != replicas.len() {
+                return Some(format!("{tp} ISR {isr:?} of replicas {replicas:?}"));
+            }
+            for r in replicas {
+                if w.replica_offsets(c0, r, &tp) != Some((leo, hw)) {
+                    return Some(format!(
+                        "{tp} replica {r} at {:?}, leader at {:?}",
+                        w.replica_offsets(c0, r, &tp),
+                        (leo, hw)
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+fn start_clients(w: &KafkaWorld, plan: &ChaosPlan) {
+    let c0 = ClusterIdx(0);
+    let brokers = w.broker_ids(c0);
+    for (i, c) in plan.clients.iter().enumerate() {
+        let seed = plan.seed.wrapping_mul(31).wrapping_add(i as u64);
+        let brokers = brokers.clone();
+        match c.clone() {
+            ClientPlan::Producer { topic, acks, rate } => {
+                let t = plan.topics[topic].clone();
+                w.add_workload_client(c0, move |boot| {
+                    let n = client_number(boot.id);
+                    let mut cfg = ProducerConfig::new(
+                        n,
+                        c0,
+                        brokers.clone(),
+                        &t.name,
+                        (0..t.partitions).collect(),
+                    );
+                    cfg.acks = acks;
+                    // Kafka refuses idempotence without acks=all: such producers are plain.
+                    cfg.idempotent = acks == -1;
+                    cfg.records_per_second = f64::from(rate);
+                    cfg.seed = seed;
+                    ClientNode::Producer(Box::new(Producer::new(cfg)))
+                });
+            }
+            ClientPlan::TransactionalProducer {
+                topic,
+                abort_one_in,
+                rate,
+            } => {
+                let t = plan.topics[topic].clone();
+                w.add_workload_client(c0, move |boot| {
+                    let n = client_number(boot.id);
+                    let mut cfg = ProducerConfig::new(
+                        n,
+                        c0,
+                        brokers.clone(),
+                        &t.name,
+                        (0..t.partitions).collect(),
+                    );
+                    cfg.transactional_id = Some(format!("txn-{n}"));
+                    cfg.records_per_second = f64::from(rate);
+                    cfg.txn.abort_probability = if abort_one_in == 0 {
+                        0.0
+                    } else {
+                        1.0 / f64::from(abort_one_in)
+                    };
+                    cfg.seed = seed;
+                    ClientNode::Producer(Box::new(Producer::new(cfg)))
+                });
+            }
+            ClientPlan::Consumer {
+                topic,
+                read_committed,
+            } => {
+                let t = plan.topics[topic].clone();
+                w.add_workload_client(c0, move |boot| {
+                    let n = client_number(boot.id);
+                    let mut cfg = ConsumerConfig::new(
+                        n,
+                        c0,
+                        brokers.clone(),
+                        &t.name,
+                        (0..t.partitions).collect(),
+                    );
+                    cfg.group = Some(format!("g{n}"));
+                    cfg.read_committed = read_committed;
+                    cfg.seed = seed;
+                    ClientNode::Consumer(Box::new(Consumer::new(cfg)))
+                });
+            }
+        }
+    }
+}
+
+fn client_number(id: NodeId) -> u32 {
+    match id.role {
+        NodeRole::Client(n) => n,
+        _ => 0,
+    }
+}
+
+async fn apply(w: &KafkaWorld, plan: &ChaosPlan, f: &ChaosFault) {
+    let broker = |cluster: u16, b: i32| NodeId::broker(ClusterIdx(cluster), BrokerId(b));
+    match f {
+        ChaosFault::Crash {
+            cluster,
+            broker: b,
+            mode,
+            down_ms,
+        } => {
+            let policy = match mode {
+                CrashMode::Process => CrashPolicy::KeepAll,
+                CrashMode::PowerLoss => CrashPolicy::LoseAllUnflushed,
+                CrashMode::Torn => CrashPolicy::KeepRandomPrefix,
+            };
+            let n = broker(*cluster, *b);
+            if w.world.crash(n, policy) {
+                let w2 = w.clone();
+                let d = *down_ms;
+                madsim::task::spawn(async move {
+                    madsim::time::sleep(Duration::from_millis(d)).await;
+                    if w2.world.status(n).is_down() {
+                        w2.world.restart(n);
+                    }
+                });
+            }
+        }
+        ChaosFault::Restart { cluster, broker: b } => {
+            let n = broker(*cluster, *b);
+            if w.world.status(n).is_down() {
+                w.world.restart(n);
+            }
+        }
+        ChaosFault::Pause {
+            cluster,
+            broker: b,
+            for_ms,
+        } => {
+            let n = broker(*cluster, *b);
+            if w.world.pause(n) {
+                let w2 = w.clone();
+                let d = *for_ms;
+                madsim::task::spawn(async move {
+                    madsim::time::sleep(Duration::from_millis(d)).await;
+                    w2.world.resume(n);
+                });
+            }
+        }
+        ChaosFault::Isolate {
+            cluster,
+            broker: b,
+            for_ms,
+        } => {
+            let id = w.world.isolate(broker(*cluster, *b));
+            heal_later(w, id, *for_ms);
+        }
+        ChaosFault::IsolateFromController {
+            cluster,
+            broker: b,
+            for_ms,
+        } => {
+            let id = w.world.partition(
+                NodeSet::node(broker(*cluster, *b)),
+                NodeSet::node(NodeId::controller(ClusterIdx(*cluster))),
+                Direction::Both,
+            );
+            heal_later(w, id, *for_ms);
+        }
+        ChaosFault::PacketLoss { permille, for_ms } => {
+            w.world.packet_loss(f64::from(*permille) / 1000.0);
+            let w2 = w.clone();
+            let d = *for_ms;
+            madsim::task::spawn(async move {
+                madsim::time::sleep(Duration::from_millis(d)).await;
+                w2.world.packet_loss(0.0);
+            });
+        }
+        ChaosFault::UncleanElection {
+            cluster,
+            topic,
+            partition,
+        } => {
+            let tp = TopicPartition::new(plan.topics[*topic].name.as_str(), *partition);
+            let w2 = w.clone();
+            let c = ClusterIdx(*cluster);
+            madsim::task::spawn(async move {
+                let _ = w2.unclean_election(c, &tp).await;
+            });
+        }
+        ChaosFault::DeleteRecords {
+            cluster,
+            topic,
+            partition,
+        } => {
+            let tp = TopicPartition::new(plan.topics[*topic].name.as_str(), *partition);
+            let c = ClusterIdx(*cluster);
+            let hw = w
+                .leader(c, &tp)
+                .and_then(|l| w.replica_offsets(c, l, &tp))
+                .map_or(Offset(0), |(_, hw)| hw);
+            let w2 = w.clone();
+            madsim::task::spawn(async move {
+                let _ = w2.delete_records(c, &tp, Offset(hw.0 / 2)).await;
+            });
+        }
+    }
+}
+
+fn heal_later(w: &KafkaWorld, id: crate::net::FaultId, for_ms: u64) {
+    let w2 = w.clone();
+    madsim::task::spawn(async move {
+        madsim::time::sleep(Duration::from_millis(for_ms)).await;
+        w2.world.heal(id);
+    });
+}

@@ -1,0 +1,1102 @@
+//! The producer (Kafka: `KafkaProducer` = `RecordAccumulator` + `Sender` +
+//! `TransactionManager`), as a sans-I/O node.
+//!
+//! Records are generated at `records_per_second` with unique values `c{client}-{n}`, sticky
+//! to one partition until a batch of `batch_records` closes (Kafka's sticky partitioner, with
+//! `linger.ms` modelled as the batch size), then moved to a partition drawn from the seeded
+//! PRNG. One `Produce` request carries one batch.
+//!
+//! Behaviour choices (Kafka ≥ 3.x semantics unless noted):
+//! - **max.in.flight = 1 per partition** (Kafka allows 5): ordering and sequence bookkeeping
+//!   stay simple; retries resend the *same* batch with the *same* sequence, so the broker's
+//!   duplicate detection is exercised.
+//! - Retriable errors (`RetriableException` codes and request timeouts) retry after
+//!   `retry.backoff.ms`, refreshing metadata for leadership errors, until
+//!   `delivery.timeout.ms` (from batch creation) passes: then `ProduceFailed`.
+//! - Idempotent producer (TransactionManager.canRetry, KIP-360): UNKNOWN_PRODUCER_ID and
+//!   OUT_OF_ORDER_SEQUENCE_NUMBER bump the epoch (InitProducerId with the current id and
+//!   epoch, once no produce is in flight), restart every partition's sequences at 0 and retry
+//!   the batch. A batch that expires after having been sent leaves its sequence unresolved:
+//!   the epoch is bumped too. Other non-retriable errors (INVALID_PRODUCER_EPOCH, ...) fail the
+//!   batch (`ProduceFailed`) and give its sequence range back.
+//! - Transactional producer: FindCoordinator(TRANSACTION) → InitProducerId(transactional id)
+//!   → per transaction AddPartitionsToTxn before the first batch of a partition, produce,
+//!   EndTxn. A planned abort (PRNG draw against `abort_probability` at the start of the
+//!   transaction) still waits until every batch is acknowledged, so aborted data reaches the
+//!   log. Non-retriable produce errors and expiries are *abortable* (KIP-588): queued batches
+//!   fail, in-flight ones finish, EndTxn(abort), then the epoch is bumped (KIP-360
+//!   InitProducerId with id and epoch). PRODUCER_FENCED, TRANSACTION_COORDINATOR_FENCED,
+//!   INVALID_PRODUCER_EPOCH on EndTxn/AddPartitions, INVALID_TXN_STATE and
+//!   INVALID_PRODUCER_ID_MAPPING are fatal: every pending batch fails, the open transaction
+//!   ends with the error, the producer stops ([`Producer::fatal_error`]).
+//! - `ProduceAcked` is emitted only for NONE answers, with the broker's base offset; acks=0
+//!   writes get no answer and therefore no event.
+//! - Idempotence and transactions require acks=all (Kafka rejects the config otherwise).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use bytes::Bytes;
+use mirror_core::broker::{Event, Message, Node, Output};
+use mirror_core::protocol::messages::{CoordinatorKind, ProducePartitionResponse};
+use mirror_core::protocol::{ClusterIdx, CorrelationId, ErrorCode, NodeId, Request, Response};
+use mirror_core::record::{BatchBuilder, SimpleRecord};
+use mirror_core::time::Instant;
+use mirror_core::types::{BrokerId, ProducerEpoch, ProducerId, Sequence, TopicPartition};
+
+use super::common::{Rng, Wire, invalidates_metadata, is_retriable, needs_new_coordinator};
+use super::metadata::MetadataCache;
+
+/// Transaction shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TxnConfig {
+    /// Records per transaction.
+    pub records_per_txn: usize,
+    /// Probability that a transaction is aborted instead of committed.
+    pub abort_probability: f64,
+}
+
+/// Producer settings (Kafka's names where they exist).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProducerConfig {
+    /// Client number (the node is `NodeId::client(cluster, client)`).
+    pub client: u32,
+    /// Cluster.
+    pub cluster: ClusterIdx,
+    /// Bootstrap brokers.
+    pub brokers: Vec<BrokerId>,
+    /// Topic.
+    pub topic: String,
+    /// Partitions written to.
+    pub partitions: Vec<i32>,
+    /// `acks`: 0, 1 or -1.
+    pub acks: i16,
+    /// `enable.idempotence`.
+    pub idempotent: bool,
+    /// `transactional.id` (implies idempotence).
+    pub transactional_id: Option<String>,
+    /// Record generation rate.
+    pub records_per_second: f64,
+    /// Records per batch (`linger.ms` modelled as a batch size).
+    pub batch_records: usize,
+    /// Stop after this many records (`None` = never).
+    pub max_records: Option<u64>,
+    /// Transaction shape (transactional producers only).
+    pub txn: TxnConfig,
+    /// PRNG seed.
+    pub seed: u64,
+    /// `request.timeout.ms` (also the produce request's `timeout_ms`).
+    pub request_timeout_ms: i64,
+    /// `retry.backoff.ms`.
+    pub retry_backoff_ms: i64,
+    /// `delivery.timeout.ms`.
+    pub delivery_timeout_ms: i64,
+    /// `metadata.max.age.ms`.
+    pub metadata_max_age_ms: i64,
+    /// `transaction.timeout.ms`.
+    pub transaction_timeout_ms: i64,
+    /// `buffer.memory` in records: generation pauses while this many are unacknowledged.
+    pub max_buffered_records: usize,
+}
+
+impl ProducerConfig {
+    /// Kafka's defaults (acks=all, idempotent, 100 records/s, batches of 10).
+    #[must_use]
+    pub fn new(
+        client: u32,
+        cluster: ClusterIdx,
+        brokers: Vec<BrokerId>,
+        topic: &str,
+        partitions: Vec<i32>,
+    ) -> Self {
+        Self {
+            client,
+            cluster,
+            brokers,
+            topic: topic.to_string(),
+            partitions,
+            acks: -1,
+            idempotent: true,
+            transactional_id: None,
+            records_per_second: 100.0,
+            batch_records: 10,
+            max_records: None,
+            txn: TxnConfig {
+                records_per_txn: 10,
+                abort_probability: 0.0,
+            },
+            seed: 0,
+            request_timeout_ms: 30_000,
+            retry_backoff_ms: 100,
+            delivery_timeout_ms: 120_000,
+            metadata_max_age_ms: 300_000,
+            transaction_timeout_ms: 60_000,
+            max_buffered_records: 10_000,
+        }
+    }
+}
+
+/// What an in-flight request was.
+#[derive(Clone, Debug)]
+enum Tag {
+    Metadata,
+    FindCoordinator,
+    InitProducerId,
+    AddPartitions(Vec<i32>),
+    EndTxn,
+    Produce(i32),
+}
+
+/// One batch in the accumulator.
+#[derive(Clone, Debug)]
+struct Batch {
+    values: Vec<Bytes>,
+    created: Instant,
+    timestamp_ms: i64,
+    /// `(producer id, epoch, base sequence)` the batch was stamped with.
+    stamp: Option<(ProducerId, ProducerEpoch, Sequence)>,
+    /// Sent at least once (its outcome may be unknown).
+    sent: bool,
+    last_error: ErrorCode,
+    retry_at: Instant,
+}
+
+#[derive(Clone, Debug, Default)]
+struct PartState {
+    queue: VecDeque<Batch>,
+    in_flight: bool,
+    next_seq: i32,
+}
+
+/// Producer identity (idempotent / transactional).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Identity {
+    /// Plain producer.
+    Plain,
+    /// Needs InitProducerId (first time, or an epoch bump with the current pair).
+    NeedInit {
+        bump: Option<(ProducerId, ProducerEpoch)>,
+    },
+    /// InitProducerId in flight.
+    Initing {
+        bump: Option<(ProducerId, ProducerEpoch)>,
+    },
+    /// Usable.
+    Ready(ProducerId, ProducerEpoch),
+}
+
+/// Transaction state.
+#[derive(Clone, Debug, PartialEq)]
+enum TxnState {
+    /// No transaction open.
+    Idle,
+    /// Open: generating and producing.
+    Open {
+        abort: bool,
+        records: usize,
+        added: BTreeSet<i32>,
+        to_add: BTreeSet<i32>,
+        /// Abortable error (KIP-588).
+        error: Option<ErrorCode>,
+    },
+    /// EndTxn to send or in flight.
+    Ending { commit: bool, bump_after: bool },
+}
+
+/// The producer node.
+#[derive(Clone, Debug)]
+pub struct Producer {
+    cfg: ProducerConfig,
+    wire: Wire<Tag>,
+    meta: MetadataCache,
+    rng: Rng,
+    started: bool,
+    generated: u64,
+    next_gen_at: Option<Instant>,
+    open: Option<(i32, Vec<Bytes>, Instant)>,
+    sticky: i32,
+    parts: BTreeMap<i32, PartState>,
+    identity: Identity,
+    coordinator: Option<BrokerId>,
+    txn: TxnState,
+    txn_req_in_flight: bool,
+    txn_retry_at: Instant,
+    fatal: Option<ErrorCode>,
+    closed: bool,
+    /// When `step` last ran: timers at or before it have been acted on.
+    last_step: Option<Instant>,
+}
+
+impl Producer {
+    /// A producer; it starts on its first timer.
+    ///
+    /// # Panics
+    /// On configs Kafka rejects: idempotence or transactions without acks=all, no partitions.
+    #[must_use]
+    pub fn new(cfg: ProducerConfig) -> Self {
+        let idem = cfg.idempotent || cfg.transactional_id.is_some();
+        assert!(!cfg.partitions.is_empty(), "producer_without_partitions");
+        assert!(
+            !idem || cfg.acks == -1,
+            "idempotence requires acks=all (Kafka ConfigException)"
+        );
+        let mut rng = Rng::new(cfg.seed);
+        let start = rng.below(cfg.brokers.len().max(1));
+        let meta = MetadataCache::new(
+            cfg.brokers.clone(),
+            Some(vec![cfg.topic.clone()]),
+            cfg.metadata_max_age_ms,
+            cfg.retry_backoff_ms,
+            start,
+        );
+        let sticky = cfg.partitions[rng.below(cfg.partitions.len())];
+        let parts = cfg
+            .partitions
+            .iter()
+            .map(|p| (*p, PartState::default()))
+            .collect();
+        Self {
+            wire: Wire::new(cfg.cluster, cfg.request_timeout_ms),
+            meta,
+            rng,
+            started: false,
+            generated: 0,
+            next_gen_at: None,
+            open: None,
+            sticky,
+            parts,
+            identity: if idem {
+                Identity::NeedInit { bump: None }
+            } else {
+                Identity::Plain
+            },
+            coordinator: None,
+            txn: TxnState::Idle,
+            txn_req_in_flight: false,
+            txn_retry_at: Instant::ZERO,
+            fatal: None,
+            closed: false,
+            last_step: None,
+            cfg,
+        }
+    }
+
+    /// The config.
+    #[must_use]
+    pub fn config(&self) -> &ProducerConfig {
+        &self.cfg
+    }
+
+    /// The fatal error that stopped the producer, if any.
+    #[must_use]
+    pub fn fatal_error(&self) -> Option<ErrorCode> {
+        self.fatal
+    }
+
+    /// Records generated so far.
+    #[must_use]
+    pub fn generated(&self) -> u64 {
+        self.generated
+    }
+
+    /// Current producer id and epoch, once initialised.
+    #[must_use]
+    pub fn producer_id_and_epoch(&self) -> Option<(ProducerId, ProducerEpoch)> {
+        match self.identity {
+            Identity::Ready(p, e) => Some((p, e)),
+            _ => None,
+        }
+    }
+
+    /// Stops generating records (pending ones are still delivered, an open transaction
+    /// still ends).
+    pub fn close(&mut self) {
+        self.closed = true;
+    }
+
+    /// True when every generated record was acknowledged or failed and nothing is open.
+    #[must_use]
+    pub fn is_done(&self) -> bool {
+        self.fatal.is_some()
+            || (self.generation_finished()
+                && self.open.is_none()
+                && self.parts.values().all(|p| p.queue.is_empty())
+                && self.txn == TxnState::Idle)
+    }
+
+    fn transactional(&self) -> bool {
+        self.cfg.transactional_id.is_some()
+    }
+
+    fn tp(&self, p: i32) -> TopicPartition {
+        TopicPartition::new(self.cfg.topic.as_str(), p)
+    }
+
+    fn generation_finished(&self) -> bool {
+        self.closed || self.cfg.max_records.is_some_and(|m| self.generated >= m)
+    }
+
+    fn buffered(&self) -> usize {
+        self.parts
+            .values()
+            .flat_map(|p| &p.queue)
+            .map(|b| b.values.len())
+            .sum::<usize>()
+            + self.open.as_ref().map_or(0, |o| o.1.len())
+    }
+
+    // ------------------------------------------------------------------ main loop
+
+    fn step(&mut self, now: Instant) {
+        if self.fatal.is_some() {
+            return;
+        }
+        self.started = true;
+        self.last_step = Some(now);
+        // A later stage can unblock an earlier one (a sent acks=0 batch frees buffer, an
+        // ended transaction lets the next begin): repeat until nothing moves.
+        for _ in 0..8 {
+            let before = (
+                self.wire.queued(),
+                self.generated,
+                self.txn.clone(),
+                self.identity,
+            );
+            if let Some((to, req)) = self.meta.poll_request(now) {
+                self.wire.send(now, to, req, Tag::Metadata);
+            }
+            self.expire_batches(now);
+            self.drive_identity(now);
+            self.maybe_begin_txn();
+            self.generate(now);
+            self.drive_txn(now);
+            self.send_batches(now);
+            if self.fatal.is_some()
+                || before
+                    == (
+                        self.wire.queued(),
+                        self.generated,
+                        self.txn.clone(),
+                        self.identity,
+                    )
+            {
+                break;
+            }
+        }
+    }
+
+    fn drive_identity(&mut self, now: Instant) {
+        let Identity::NeedInit { bump } = self.identity else {
+            return;
+        };
+        if self.parts.values().any(|p| p.in_flight) || now < self.txn_retry_at {
+            return; // Kafka bumps once in-flight batches drained
+        }
+        let (to, tid) = if let Some(tid) = self.cfg.transactional_id.clone() {
+            if self.txn_req_in_flight {
+                return;
+            }
+            let Some(c) = self.ensure_coordinator(now) else {
+                return;
+            };
+            (c, Some(tid))
+        } else {
+            (self.meta.next_broker(), None)
+        };
+        let (producer_id, producer_epoch) = bump.unwrap_or((ProducerId::NONE, ProducerEpoch::NONE));
+        let req = Request::InitProducerId {
+            transactional_id: tid,
+            transaction_timeout_ms: self.cfg.transaction_timeout_ms,
+            producer_id,
+            producer_epoch,
+        };
+        self.wire.send(now, to, req, Tag::InitProducerId);
+        self.txn_req_in_flight = self.transactional();
+        self.identity = Identity::Initing { bump };
+    }
+
+    /// The transaction coordinator, or starts looking it up.
+    fn ensure_coordinator(&mut self, now: Instant) -> Option<BrokerId> {
+        if self.coordinator.is_some() {
+            return self.coordinator;
+        }
+        if !self.txn_req_in_flight && now >= self.txn_retry_at {
+            let key = self.cfg.transactional_id.clone().unwrap_or_default();
+            let to = self.meta.next_broker();
+            self.wire.send(
+                now,
+                to,
+                Request::FindCoordinator {
+                    key,
+                    kind: CoordinatorKind::Transaction,
+                },
+                Tag::FindCoordinator,
+            );
+            self.txn_req_in_flight = true;
+        }
+        None
+    }
+
+    fn maybe_begin_txn(&mut self) {
+        if !self.transactional()
+            || self.txn != TxnState::Idle
+            || self.generation_finished()
+            || !matches!(self.identity, Identity::Ready(..))
+        {
+            return;
+        }
+        let abort = self.rng.next_f64() < self.cfg.txn.abort_probability;
+        self.txn = TxnState::Open {
+            abort,
+            records: 0,
+            added: BTreeSet::new(),
+            to_add: BTreeSet::new(),
+            error: None,
+        };
+    }
+
+    fn may_generate(&self) -> bool {
+        if self.generation_finished() || self.cfg.records_per_second <= 0.0 {
+            return false;
+        }
+        if self.transactional() {
+            matches!(&self.txn, TxnState::Open { records, error: None, .. }
+                if *records < self.cfg.txn.records_per_txn)
+        } else {
+            self.buffered() < self.cfg.max_buffered_records
+        }
+    }
+
+    fn generate(&mut self, now: Instant) {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let interval_us = ((1e6 / self.cfg.records_per_second.max(1e-9)) as u64).max(1);
+        loop {
+            if !self.may_generate() {
+                // Blocked (buffer full, transaction complete): no burst catch-up later.
+                self.next_gen_at = None;
+                break;
+            }
+            let at = *self.next_gen_at.get_or_insert(now);
+            if at > now {
+                break;
+            }
+            let value = Bytes::from(format!("c{}-{}", self.cfg.client, self.generated));
+            self.generated += 1;
+            self.next_gen_at = Some(at.plus_micros(interval_us));
+            let p = self.sticky;
+            let open = self.open.get_or_insert_with(|| (p, Vec::new(), now));
+            open.1.push(value);
+            let mut txn_full = false;
+            if let TxnState::Open { records, .. } = &mut self.txn {
+                *records += 1;
+                txn_full = *records >= self.cfg.txn.records_per_txn;
+            }
+            if open.1.len() >= self.cfg.batch_records.max(1) || txn_full {
+                self.close_batch();
+            }
+        }
+        if self.generation_finished() || self.transactional() && !self.may_generate() {
+            self.close_batch();
+        }
+    }
+
+    /// Closes the open batch and moves the sticky partition.
+    fn close_batch(&mut self) {
+        let Some((p, values, created)) = self.open.take() else {
+            return;
+        };
+        if let TxnState::Open { added, to_add, .. } = &mut self.txn
+            && !added.contains(&p)
+        {
+            to_add.insert(p);
+        }
+        let batch = Batch {
+            values,
+            created,
+            timestamp_ms: created.as_millis(),
+            stamp: None,
+            sent: false,
+            last_error: ErrorCode::None,
+            retry_at: Instant::ZERO,
+        };
+        self.parts.entry(p).or_default().queue.push_back(batch);
+        self.sticky = self.cfg.partitions[self.rng.below(self.cfg.partitions.len())];
+    }
+
+    fn drive_txn(&mut self, now: Instant) {
+        if !self.transactional() || self.txn_req_in_flight || now < self.txn_retry_at {
+            return;
+        }
+        if !matches!(self.identity, Identity::Ready(..)) {
+            return;
+        }
+        let tid = self.cfg.transactional_id.clone().unwrap_or_default();
+        let Identity::Ready(producer_id, producer_epoch) = self.identity else {
+            return;
+        };
+        let idle = self.open.is_none()
+            && self
+                .parts
+                .values()
+                .all(|p| p.queue.is_empty() && !p.in_flight);
+        match &mut self.txn {
+            TxnState::Idle => {}
+            TxnState::Open {
+                abort,
+                records,
+                to_add,
+                error,
+                ..
+            } => {
+                let finished = *records >= self.cfg.txn.records_per_txn
+                    || self.closed
+                    || self.cfg.max_records.is_some_and(|m| self.generated >= m);
+                if error.is_none() && !to_add.is_empty() {
+                    let parts: Vec<i32> = to_add.iter().copied().collect();
+                    let Some(c) = self.coordinator else {
+                        self.ensure_coordinator(now);
+                        return;
+                    };
+                    let req = Request::AddPartitionsToTxn {
+                        transactional_id: tid,
+                        producer_id,
+                        producer_epoch,
+                        partitions: parts.iter().map(|p| self.tp(*p)).collect(),
+                    };
+                    self.wire.send(now, c, req, Tag::AddPartitions(parts));
+                    self.txn_req_in_flight = true;
+                } else if (finished || error.is_some()) && idle {
+                    if *records == 0 && error.is_none() {
+                        self.txn = TxnState::Idle; // nothing was written: nothing to end
+                        return;
+                    }
+                    let commit = !*abort && error.is_none();
+                    let bump_after = error.is_some();
+                    self.txn = TxnState::Ending { commit, bump_after };
+                    self.send_end_txn(now);
+                }
+            }
+            TxnState::Ending { .. } => self.send_end_txn(now),
+        }
+    }
+
+    fn send_end_txn(&mut self, now: Instant) {
+        let TxnState::Ending { commit, .. } = self.txn else {
+            return;
+        };
+        let Identity::Ready(producer_id, producer_epoch) = self.identity else {
+            return;
+        };
+        let Some(c) = self.ensure_coordinator(now) else {
+            return;
+        };
+        let req = Request::EndTxn {
+            transactional_id: self.cfg.transactional_id.clone().unwrap_or_default(),
+            producer_id,
+            producer_epoch,
+            commit,
+        };
+        self.wire.send(now, c, req, Tag::EndTxn);
+        self.txn_req_in_flight = true;
+    }
+
+    fn send_batches(&mut self, now: Instant) {
+        let producer = match self.identity {
+            Identity::Plain => None,
+            Identity::Ready(p, e) => Some((p, e)),
+            _ => return,
+        };
+        let added = match &self.txn {
+            TxnState::Open { added, error, .. } if self.transactional() => {
+                if error.is_some() {
+                    return;
+                }
+                Some(added.clone())
+            }
+            _ if self.transactional() => return,
+            _ => None,
+        };
+        let parts: Vec<i32> = self.parts.keys().copied().collect();
+        for p in parts {
+            if added.as_ref().is_some_and(|a| !a.contains(&p)) {
+                continue;
+            }
+            let tp = self.tp(p);
+            let leader = self.meta.leader(&tp);
+            let state = self.parts.get_mut(&p).expect("partition state");
+            if state.in_flight {
+                continue;
+            }
+            let Some(batch) = state.queue.front_mut() else {
+                continue;
+            };
+            if batch.retry_at > now {
+                continue;
+            }
+            let Some((leader, _)) = leader else {
+                self.meta.request_update();
+                continue;
+            };
+            let builder = match producer {
+                None => BatchBuilder::new(),
+                Some((pid, epoch)) => {
+                    let seq = match batch.stamp {
+                        Some((sp, se, s)) if sp == pid && se == epoch => s,
+                        _ => {
+                            let s = Sequence(state.next_seq);
+                            let n = i32::try_from(batch.values.len()).unwrap_or(i32::MAX);
+                            state.next_seq = s.increment(n).0;
+                            batch.stamp = Some((pid, epoch, s));
+                            s
+                        }
+                    };
+                    if self.cfg.transactional_id.is_some() {
+                        BatchBuilder::transactional(pid, epoch, seq)
+                    } else {
+                        BatchBuilder::idempotent(pid, epoch, seq)
+                    }
+                }
+            };
+            let records: Vec<SimpleRecord> = batch
+                .values
+                .iter()
+                .map(|v| SimpleRecord::value(batch.timestamp_ms, v.clone()))
+                .collect();
+            let req = Request::Produce {
+                transactional_id: self.cfg.transactional_id.clone(),
+                acks: self.cfg.acks,
+                timeout_ms: self.cfg.request_timeout_ms,
+                partitions: vec![(tp, builder.build(&records))],
+            };
+            batch.sent = true;
+            if self.cfg.acks == 0 {
+                // Kafka: acks=0 completes on send, with no offset: nothing to report.
+                state.queue.pop_front();
+                self.wire.send_untracked(leader, req);
+            } else {
+                state.in_flight = true;
+                self.wire.send(now, leader, req, Tag::Produce(p));
+            }
+        }
+    }
+
+    /// Fails queued batches whose delivery timeout passed (in-flight ones are judged when
+    /// their request completes or times out).
+    fn expire_batches(&mut self, now: Instant) {
+        let timeout = self.cfg.delivery_timeout_ms;
+        let parts: Vec<i32> = self.parts.keys().copied().collect();
+        for p in parts {
+            loop {
+                let state = &self.parts[&p];
+                if state.in_flight {
+                    break;
+                }
+                match state.queue.front() {
+                    Some(b) if now >= b.created.plus_millis(timeout) => {
+                        let err = if b.last_error.is_ok() {
+                            ErrorCode::RequestTimedOut
+                        } else {
+                            b.last_error
+                        };
+                        self.fail_front(p, err, !b.last_error.is_ok() || b.sent);
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+
+    /// Fails the head batch of `p`. `unknown_outcome`: it may have been written.
+    fn fail_front(&mut self, p: i32, error: ErrorCode, unknown_outcome: bool) {
+        let tp = self.tp(p);
+        let current = self.producer_id_and_epoch();
+        let state = self.parts.get_mut(&p).expect("partition state");
+        let Some(batch) = state.queue.pop_front() else {
+            return;
+        };
+        self.wire.emit(Event::ProduceFailed {
+            client: self.cfg.client,
+            tp,
+            error,
+        });
+        let stamped_now = batch
+            .stamp
+            .filter(|(sp, se, _)| Some((*sp, *se)) == current);
+        if self.transactional() {
+            self.abortable(error);
+        } else if let Some((pid, epoch, seq)) = stamped_now {
+            if unknown_outcome {
+                // Unresolved sequence: Kafka bumps the epoch to start sequences over.
+                self.request_bump(pid, epoch);
+            } else if let Some(state) = self.parts.get_mut(&p) {
+                // The batch was certainly not written: give its sequences back.
+                state.next_seq = seq.0;
+            }
+        }
+    }
+
+    fn request_bump(&mut self, pid: ProducerId, epoch: ProducerEpoch) {
+        if let Identity::Ready(p, e) = self.identity
+            && p == pid
+            && e == epoch
+        {
+            self.identity = Identity::NeedInit {
+                bump: Some((pid, epoch)),
+            };
+        }
+    }
+
+    /// Enters the abortable-error state of the open transaction.
+    fn abortable(&mut self, error: ErrorCode) {
+        if let TxnState::Open { error: e, .. } = &mut self.txn
+            && e.is_none()
+        {
+            *e = Some(error);
+            // Kafka aborts undrained batches with the transaction.
+            if let Some((p, _, _)) = self.open.take() {
+                self.wire.emit(Event::ProduceFailed {
+                    client: self.cfg.client,
+                    tp: self.tp(p),
+                    error,
+                });
+            }
+            let parts: Vec<i32> = self.parts.keys().copied().collect();
+            for p in parts {
+                let tp = self.tp(p);
+                let state = self.parts.get_mut(&p).expect("partition state");
+                let keep = usize::from(state.in_flight);
+                while state.queue.len() > keep {
+                    state.queue.pop_back();
+                    self.wire.emit(Event::ProduceFailed {
+                        client: self.cfg.client,
+                        tp: tp.clone(),
+                        error,
+                    });
+                }
+            }
+        }
+    }
+
+    fn fatal(&mut self, error: ErrorCode) {
+        if self.fatal.is_some() {
+            return;
+        }
+        self.fatal = Some(error);
+        let parts: Vec<i32> = self.parts.keys().copied().collect();
+        for p in parts {
+            let tp = self.tp(p);
+            let n = self.parts[&p].queue.len();
+            for _ in 0..n {
+                self.wire.emit(Event::ProduceFailed {
+                    client: self.cfg.client,
+                    tp: tp.clone(),
+                    error,
+                });
+            }
+            self.parts.get_mut(&p).expect("partition").queue.clear();
+        }
+        let intended = match &self.txn {
+            TxnState::Open { abort, error, .. } => Some(!*abort && error.is_none()),
+            TxnState::Ending { commit, .. } => Some(*commit),
+            TxnState::Idle => None,
+        };
+        if let Some(commit) = intended {
+            let producer_id = self
+                .producer_id_and_epoch()
+                .map_or(ProducerId::NONE, |x| x.0);
+            self.wire.emit(Event::TxnEnded {
+                client: self.cfg.client,
+                producer_id,
+                commit,
+                error,
+            });
+        }
+        self.txn = TxnState::Idle;
+        self.open = None;
+        self.wire.clear();
+    }
+
+    // ------------------------------------------------------------------ responses
+
+    fn on_response(&mut self, now: Instant, tag: Tag, resp: Option<Response>) {
+        match tag {
+            Tag::Metadata => match resp {
+                Some(r) => {
+                    self.meta.on_response(now, &r);
+                }
+                None => self.meta.on_failure(now),
+            },
+            Tag::FindCoordinator => {
+                self.txn_req_in_flight = false;
+                match resp {
+                    Some(Response::FindCoordinator {
+                        error: ErrorCode::None,
+                        node: Some(n),
+                    }) => self.coordinator = Some(n),
+                    _ => self.txn_retry_at = now.plus_millis(self.cfg.retry_backoff_ms),
+                }
+            }
+            Tag::InitProducerId => self.on_init_producer_id(now, resp),
+            Tag::AddPartitions(parts) => self.on_add_partitions(now, &parts, resp),
+            Tag::EndTxn => self.on_end_txn(now, resp),
+            Tag::Produce(p) => self.on_produce(now, p, resp),
+        }
+    }
+
+    fn coordinator_error(&mut self, now: Instant, error: ErrorCode) {
+        if needs_new_coordinator(error) {
+            self.coordinator = None;
+        }
+        self.txn_retry_at = now.plus_millis(self.cfg.retry_backoff_ms);
+    }
+
+    fn on_init_producer_id(&mut self, now: Instant, resp: Option<Response>) {
+        self.txn_req_in_flight = false;
+        let Identity::Initing { bump } = self.identity else {
+            return;
+        };
+        let (error, pid, epoch) = match resp {
+            Some(Response::InitProducerId {
+                error,
+                producer_id,
+                producer_epoch,
+            }) => (error, producer_id, producer_epoch),
+            Some(_) => (
+                ErrorCode::UnknownServerError,
+                ProducerId::NONE,
+                ProducerEpoch::NONE,
+            ),
+            None => (
+                ErrorCode::RequestTimedOut,
+                ProducerId::NONE,
+                ProducerEpoch::NONE,
+            ),
+        };
+        if error.is_ok() {
+            self.identity = Identity::Ready(pid, epoch);
+            // New (id, epoch): every partition's sequences start at 0.
+            for s in self.parts.values_mut() {
+                s.next_seq = 0;
+            }
+            if matches!(self.txn, TxnState::Ending { .. }) {
+                self.txn = TxnState::Idle;
+            }
+        } else if is_retriable(error) {
+            self.identity = Identity::NeedInit { bump };
+            self.coordinator_error(now, error);
+        } else {
+            self.fatal(error);
+        }
+    }
+
+    fn on_add_partitions(&mut self, now: Instant, parts: &[i32], resp: Option<Response>) {
+        self.txn_req_in_flight = false;
+        let error = match resp {
+            Some(Response::PartitionErrors { results }) => results
+                .iter()
+                .map(|(_, e)| *e)
+                .find(|e| !e.is_ok())
+                .unwrap_or(ErrorCode::None),
+            Some(Response::Error { error }) => error,
+            Some(_) => ErrorCode::UnknownServerError,
+            None => ErrorCode::RequestTimedOut,
+        };
+        match error {
+            ErrorCode::None => {
+                if let TxnState::Open { added, to_add, .. } = &mut self.txn {
+                    for p in parts {
+                        to_add.remove(p);
+                        added.insert(*p);
+                    }
+                }
+            }
+            e if is_retriable(e) => self.coordinator_error(now, e),
+            e @ (ErrorCode::ProducerFenced
+            | ErrorCode::InvalidProducerEpoch
+            | ErrorCode::TransactionCoordinatorFenced
+            | ErrorCode::InvalidTxnState
+            | ErrorCode::InvalidProducerIdMapping) => self.fatal(e),
+            e => self.abortable(e),
+        }
+    }
+
+    fn on_end_txn(&mut self, now: Instant, resp: Option<Response>) {
+        self.txn_req_in_flight = false;
+        let TxnState::Ending { commit, bump_after } = self.txn else {
+            return;
+        };
+        let error = match resp {
+            Some(Response::Error { error }) => error,
+            Some(_) => ErrorCode::UnknownServerError,
+            None => ErrorCode::RequestTimedOut,
+        };
+        if error.is_ok() {
+            let producer_id = self
+                .producer_id_and_epoch()
+                .map_or(ProducerId::NONE, |x| x.0);
+            self.wire.emit(Event::TxnEnded {
+                client: self.cfg.client,
+                producer_id,
+                commit,
+                error,
+            });
+            match (bump_after, self.identity) {
+                (true, Identity::Ready(pid, epoch)) => {
+                    // KIP-360: bump the epoch after an abortable error; stay `Ending` until
+                    // InitProducerId succeeds so no new transaction starts.
+                    self.identity = Identity::NeedInit {
+                        bump: Some((pid, epoch)),
+                    };
+                }
+                _ => self.txn = TxnState::Idle,
+            }
+        } else if is_retriable(error) {
+            self.coordinator_error(now, error);
+        } else {
+            self.fatal(error);
+        }
+    }
+
+    fn on_produce(&mut self, now: Instant, p: i32, resp: Option<Response>) {
+        let Some(state) = self.parts.get_mut(&p) else {
+            return;
+        };
+        state.in_flight = false;
+        let tp = self.tp(p);
+        let answer: ProducePartitionResponse = match resp {
+            Some(Response::Produce { partitions }) => {
+                match partitions.into_iter().find(|r| r.tp == tp) {
+                    Some(r) => r,
+                    None => return self.retry_front(now, p, ErrorCode::UnknownServerError),
+                }
+            }
+            Some(Response::Error { error }) => ProducePartitionResponse {
+                tp: tp.clone(),
+                error,
+                base_offset: mirror_core::types::Offset(-1),
+                log_start_offset: mirror_core::types::Offset(-1),
+            },
+            Some(_) => return self.retry_front(now, p, ErrorCode::UnknownServerError),
+            None => return self.retry_front(now, p, ErrorCode::RequestTimedOut),
+        };
+        let transactional = self.transactional();
+        match answer.error {
+            ErrorCode::None => {
+                let state = self.parts.get_mut(&p).expect("partition state");
+                let Some(batch) = state.queue.pop_front() else {
+                    return;
+                };
+                let producer_id = batch.stamp.map_or(ProducerId::NONE, |s| s.0);
+                self.wire.emit(Event::ProduceAcked {
+                    client: self.cfg.client,
+                    tp,
+                    base_offset: answer.base_offset,
+                    values: batch.values,
+                    acks: self.cfg.acks,
+                    producer_id,
+                    transactional,
+                });
+            }
+            e @ (ErrorCode::ProducerFenced | ErrorCode::TransactionCoordinatorFenced) => {
+                self.fatal(e);
+            }
+            e @ (ErrorCode::UnknownProducerId | ErrorCode::OutOfOrderSequenceNumber)
+                if !transactional && self.identity != Identity::Plain =>
+            {
+                if let Some(b) = self.parts[&p].queue.front()
+                    && let Some((pid, epoch, _)) = b.stamp
+                {
+                    self.request_bump(pid, epoch);
+                }
+                self.retry_front(now, p, e);
+            }
+            e if is_retriable(e) => self.retry_front(now, p, e),
+            e => self.fail_front(p, e, false),
+        }
+    }
+
+    /// Schedules a retry of the head batch of `p` (same sequence), or fails it when its
+    /// delivery timeout passed.
+    fn retry_front(&mut self, now: Instant, p: i32, error: ErrorCode) {
+        if invalidates_metadata(error) {
+            self.meta.request_update();
+        }
+        let backoff = self.cfg.retry_backoff_ms;
+        let timeout = self.cfg.delivery_timeout_ms;
+        let Some(state) = self.parts.get_mut(&p) else {
+            return;
+        };
+        let Some(batch) = state.queue.front_mut() else {
+            return;
+        };
+        batch.last_error = error;
+        let aborting = matches!(self.txn, TxnState::Open { error: Some(_), .. });
+        if aborting || now >= batch.created.plus_millis(timeout) {
+            self.fail_front(p, error, true);
+        } else {
+            batch.retry_at = now.plus_millis(backoff);
+        }
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        if self.fatal.is_some() {
+            return None;
+        }
+        if !self.started {
+            return Some(Instant::ZERO);
+        }
+        let mut t: Vec<Instant> = Vec::new();
+        t.extend(self.wire.next_deadline());
+        t.extend(self.meta.next_timer());
+        if self.may_generate() {
+            t.push(self.next_gen_at.unwrap_or(Instant::ZERO));
+        }
+        for s in self.parts.values().filter(|s| !s.in_flight) {
+            if let Some(b) = s.queue.front() {
+                t.push(b.retry_at);
+                t.push(b.created.plus_millis(self.cfg.delivery_timeout_ms));
+            }
+        }
+        let identity_waits = matches!(self.identity, Identity::NeedInit { .. });
+        let txn_waits = !matches!(self.txn, TxnState::Idle)
+            || (self.transactional() && !self.generation_finished());
+        if (identity_waits || txn_waits) && !self.txn_req_in_flight {
+            t.push(self.txn_retry_at);
+        }
+        // Everything due at the last step was done then; only later instants can help.
+        let floor = self.last_step;
+        t.into_iter().filter(|x| floor.is_none_or(|f| *x > f)).min()
+    }
+}
+
+impl Node for Producer {
+    fn handle_message(&mut self, now: Instant, from: NodeId, id: CorrelationId, message: Message) {
+        if self.fatal.is_some() {
+            return;
+        }
+        let Message::Response(resp) = message else {
+            return;
+        };
+        if let Some((_, tag)) = self.wire.take(from, id) {
+            self.on_response(now, tag, Some(resp));
+        }
+        self.step(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        for (_, tag) in self.wire.expire(now) {
+            if self.fatal.is_some() {
+                break;
+            }
+            self.on_response(now, tag, None);
+        }
+        self.step(now);
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.wire.pop()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.next_timer()
+    }
+}
