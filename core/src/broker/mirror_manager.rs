@@ -718,13 +718,10 @@ impl Broker {
                 let Some(p) = self.partitions.get(tp) else {
                     return false;
                 };
-                // MinLeaderEpoch = the latest epoch in the log; done once the partition's
-                // leader epoch is above it (A.2).
-                let min = p
-                    .log
-                    .epoch_cache()
-                    .latest_epoch()
-                    .unwrap_or(LeaderEpoch::UNDEFINED);
+                // MinLeaderEpoch = the latest epoch in the log (of a batch: the trailing entry
+                // `makeLeader` adds for the bumped epoch holds no record); done once the
+                // partition's leader epoch is above it (A.2).
+                let min = LeaderEpoch(greatest_epoch_with_records(&p.log));
                 if p.leader_epoch > min {
                     return true;
                 }
@@ -765,14 +762,7 @@ impl Broker {
                 let leo = p.log.log_end_offset();
                 // The LME is the greatest epoch that has records (a trailing entry of the
                 // bumped destination epoch at the LEO holds none).
-                let lme = p
-                    .log
-                    .epoch_cache()
-                    .epoch_entries()
-                    .iter()
-                    .rev()
-                    .find(|e| e.start_offset < leo)
-                    .map_or(-1, |e| e.epoch.0);
+                let lme = greatest_epoch_with_records(&p.log);
                 if let Some(r) = self.mirror_runs.get_mut(tp) {
                     r.step = MirrorStep::Stop {
                         index,
@@ -890,4 +880,16 @@ impl Broker {
         }
         self.maybe_send_mirror_fetches();
     }
+}
+
+/// The greatest epoch of a batch in the log (-1 if none): the cache's latest entry may be a
+/// leader's own epoch assigned at the LEO before any record.
+fn greatest_epoch_with_records(log: &crate::log::PartitionLog) -> i32 {
+    let leo = log.log_end_offset();
+    log.epoch_cache()
+        .epoch_entries()
+        .iter()
+        .rev()
+        .find(|e| e.start_offset < leo)
+        .map_or(-1, |e| e.epoch.0)
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use mirror_core::broker::partition::Partition;
-use mirror_core::broker::{Broker, Event};
+use mirror_core::broker::{Broker, Event, TruncationCause};
 use mirror_core::log::producer_state::ProducerStateManager;
 use mirror_core::protocol::{ClusterIdx, NodeId};
 use mirror_core::types::{LeaderEpoch, Offset, TopicPartition};
@@ -180,6 +180,45 @@ impl Checker {
             Event::Truncated {
                 tp,
                 to,
+                cause: TruncationCause::Mirror,
+                ..
+            }
+            | Event::TruncatedFully {
+                tp,
+                start: to,
+                cause: TruncationCause::Mirror,
+                ..
+            } => {
+                // KIP-1279 truncations (LME alignment at failback, LSO truncation at stop, a
+                // source divergence) are declared data-loss events.
+                self.declare_loss(ctx, cluster, tp, *to, "mirror_truncation");
+                self.verified.insert((node, tp.clone()), *to);
+                self.check_replica(ctx, node, tp, nodes, name, true)
+            }
+            Event::MirrorAppended {
+                tp,
+                base_offset,
+                epoch,
+                ..
+            } => {
+                let r = with_partition(nodes, node, tp, |p| {
+                    let cached = p.log.epoch_cache().epoch_for_offset(*base_offset);
+                    (cached == Some(*epoch)).then_some(()).ok_or(cached)
+                });
+                if let Some(Err(cached)) = r {
+                    return Err(Violation::new(
+                        "epoch_cache_well_formed",
+                        name(node),
+                        Some(tp),
+                        Some(*base_offset),
+                        format!("mirrored batch epoch {epoch} but the cache says {cached:?}"),
+                    ));
+                }
+                self.check_replica(ctx, node, tp, nodes, name, false)
+            }
+            Event::Truncated {
+                tp,
+                to,
                 high_watermark_before,
                 cause,
                 ..
@@ -267,6 +306,29 @@ impl Checker {
             ),
             _ => Ok(()),
         }
+    }
+
+    /// Records a declared data-loss event and cuts the committed history at `from`.
+    fn declare_loss(
+        &mut self,
+        ctx: &EventCtx,
+        cluster: ClusterIdx,
+        tp: &TopicPartition,
+        from: Offset,
+        cause: &str,
+    ) {
+        let g = self.ghost.partition(cluster, tp);
+        let batches = g.cut_from(from);
+        g.declared_losses += 1;
+        self.ghost.losses.push(DeclaredLoss {
+            partition: format!("{}:{tp}", cluster.0),
+            from_offset: from.0,
+            batches,
+            cause: cause.to_string(),
+            t_micros: ctx.t.0,
+        });
+        self.verified
+            .retain(|(n, t), _| !(t == tp && n.cluster == cluster));
     }
 
     fn check_epoch(

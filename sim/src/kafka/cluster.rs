@@ -422,6 +422,123 @@ impl KafkaWorld {
         }
     }
 
+    /// KIP-1279: creates mirror `name` on `destination`, pulling from `source`.
+    pub async fn create_mirror(
+        &self,
+        destination: ClusterIdx,
+        name: &str,
+        source: ClusterIdx,
+    ) -> ErrorCode {
+        let source_spec = &self.spec.clusters[usize::from(source.0)];
+        let brokers: Vec<String> = self
+            .broker_ids(source)
+            .iter()
+            .map(|b| b.0.to_string())
+            .collect();
+        let configs = [
+            ("source.cluster".to_string(), source_spec.name.clone()),
+            (
+                mirror_core::broker::mirror_coordinator::SOURCE_CLUSTER_INDEX_CONFIG.to_string(),
+                source.0.to_string(),
+            ),
+            (
+                mirror_core::broker::mirror_coordinator::BOOTSTRAP_SERVERS_CONFIG.to_string(),
+                brokers.join(","),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let req = Request::CreateMirror {
+            mirror_name: name.into(),
+            configs,
+        };
+        mirror_error(self.admin(destination, req).await)
+    }
+
+    /// KIP-1279: starts mirroring `topics` (their ids and partition counts are read from the
+    /// source, as the broker does in the prototype).
+    pub async fn start_mirror_topics(
+        &self,
+        destination: ClusterIdx,
+        name: &str,
+        source: ClusterIdx,
+        topics: &[&str],
+    ) -> ErrorCode {
+        let req = Request::Metadata {
+            topics: Some(topics.iter().map(|t| (*t).to_string()).collect()),
+        };
+        let Some(Response::Metadata { topics: meta, .. }) = self.admin(source, req).await else {
+            return ErrorCode::RequestTimedOut;
+        };
+        let topics = meta
+            .into_iter()
+            .filter(|t| t.error.is_ok())
+            .map(|t| mirror_core::protocol::messages::MirrorTopic {
+                name: t.name,
+                topic_id: t.topic_id,
+                num_partitions: i32::try_from(t.partitions.len()).unwrap_or(0),
+            })
+            .collect();
+        let req = Request::StartMirrorTopics {
+            mirror_name: name.into(),
+            topics,
+            state_validation_offset: None,
+        };
+        mirror_error(self.admin(destination, req).await)
+    }
+
+    /// KIP-1279: stops mirroring (failover).
+    pub async fn stop_mirror_topics(
+        &self,
+        destination: ClusterIdx,
+        name: &str,
+        topics: &[&str],
+    ) -> ErrorCode {
+        let req = Request::StopMirrorTopics {
+            mirror_name: name.into(),
+            topics: topics.iter().map(|t| (*t).to_string()).collect(),
+            state_validation_offset: None,
+        };
+        mirror_error(self.admin(destination, req).await)
+    }
+
+    /// KIP-1279: pauses or resumes mirroring.
+    pub async fn pause_mirror_topics(
+        &self,
+        destination: ClusterIdx,
+        name: &str,
+        topics: &[&str],
+        pause: bool,
+    ) -> ErrorCode {
+        let topics = topics.iter().map(|t| (*t).to_string()).collect();
+        let req = if pause {
+            Request::PauseMirrorTopics {
+                mirror_name: name.into(),
+                topics,
+            }
+        } else {
+            Request::ResumeMirrorTopics {
+                mirror_name: name.into(),
+                topics,
+            }
+        };
+        mirror_error(self.admin(destination, req).await)
+    }
+
+    /// The mirror state of `tp` as its leader knows it.
+    #[must_use]
+    pub fn mirror_state(
+        &self,
+        cluster: ClusterIdx,
+        tp: &TopicPartition,
+    ) -> Option<mirror_core::mirror::MirrorPartitionState> {
+        let leader = self.leader(cluster, tp)?;
+        self.with_broker(cluster, leader, |b| {
+            b.mirror_runs().get(tp).map(|r| r.state())
+        })
+        .flatten()
+    }
+
     /// The first violation so far.
     #[must_use]
     pub fn violation(&self) -> Option<Violation> {
@@ -442,5 +559,13 @@ impl KafkaWorld {
             c.report(v);
         }
         c.violation().cloned()
+    }
+}
+
+fn mirror_error(resp: Option<Response>) -> ErrorCode {
+    match resp {
+        Some(Response::MirrorAdmin { error, .. }) | Some(Response::Error { error }) => error,
+        Some(_) => ErrorCode::UnknownServerError,
+        None => ErrorCode::RequestTimedOut,
     }
 }

@@ -164,7 +164,11 @@ pub(super) fn apply_io(disk: &mut SimDisk, op: &IoOp) -> Result<(), DiskError> {
         IoOp::Truncate { path, len } => disk.truncate(path, *len),
         IoOp::Flush { path } => disk.flush(path),
         IoOp::WriteAtomic { path, bytes } => disk.write_atomic(path, bytes),
-        IoOp::Delete { path } => disk.delete(path),
+        // Kafka deletes files with `Files.deleteIfExists`: a missing file is not an error.
+        IoOp::Delete { path } => match disk.delete(path) {
+            Err(DiskError::NotFound { .. }) => Ok(()),
+            other => other,
+        },
     }
 }
 

@@ -1,0 +1,183 @@
+//! KIP-1279 end to end between two simulated clusters: start → mirror → stop (failover) →
+//! write on the destination → failback to the old source with the LME.
+
+use mirror_core::mirror::MirrorPartitionState as S;
+use mirror_core::protocol::{ClusterIdx, ErrorCode, Request, Response};
+use mirror_core::record::{BatchBuilder, RecordBatch, SimpleRecord};
+use mirror_core::types::{Offset, TopicPartition};
+use mirror_sim::kafka::{ClusterSpec, KafkaWorld, KafkaWorldSpec};
+use mirror_sim::net::NetConfig;
+use mirror_sim::world::run_seed;
+
+const SRC: ClusterIdx = ClusterIdx(0);
+const DST: ClusterIdx = ClusterIdx(1);
+
+fn spec() -> KafkaWorldSpec {
+    KafkaWorldSpec {
+        clusters: vec![ClusterSpec::new("src", 3), ClusterSpec::new("dst", 3)],
+        net: NetConfig::default(),
+    }
+}
+
+async fn produce(
+    w: &KafkaWorld,
+    cluster: ClusterIdx,
+    tp: &TopicPartition,
+    n: usize,
+    tag: &str,
+) -> (ErrorCode, Offset) {
+    let Some(leader) = w.leader(cluster, tp) else {
+        return (ErrorCode::LeaderNotAvailable, Offset(-1));
+    };
+    let recs: Vec<SimpleRecord> = (0..n)
+        .map(|i| SimpleRecord::value(i as i64, format!("{tag}-{i}")))
+        .collect();
+    let batch = BatchBuilder::new().build(&recs);
+    let req = Request::Produce {
+        transactional_id: None,
+        acks: -1,
+        timeout_ms: 10_000,
+        partitions: vec![(tp.clone(), batch)],
+    };
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let s2 = slot.clone();
+    w.add_client(cluster, move |boot| {
+        Box::new(mirror_sim::kafka::oneshot::OneShot::new(
+            boot.id,
+            vec![leader],
+            req.clone(),
+            s2.clone(),
+            15_000,
+        ))
+    });
+    w.wait_until(20_000, |_| slot.lock().unwrap().is_some())
+        .await;
+    match slot.lock().unwrap().take() {
+        Some(Response::Produce { partitions }) => (partitions[0].error, partitions[0].base_offset),
+        _ => (ErrorCode::RequestTimedOut, Offset(-1)),
+    }
+}
+
+fn leader_log(w: &KafkaWorld, cluster: ClusterIdx, tp: &TopicPartition) -> Vec<RecordBatch> {
+    let l = w.leader(cluster, tp).unwrap();
+    w.with_broker(cluster, l, |b| {
+        b.partition(tp).unwrap().log.batches().cloned().collect()
+    })
+    .unwrap()
+}
+
+#[test]
+fn start_mirror_stop_write_and_fail_back() {
+    let out = run_seed(21, || async {
+        let w = KafkaWorld::start(spec());
+        w.run_for_ms(3_000).await;
+        let tp = TopicPartition::new("orders", 0);
+        assert_eq!(
+            w.create_topic(SRC, "orders", 1, 3, &[]).await,
+            ErrorCode::None
+        );
+        for i in 0..5 {
+            assert_eq!(
+                produce(&w, SRC, &tp, 4, &format!("a{i}")).await.0,
+                ErrorCode::None
+            );
+        }
+        // --- start mirroring src -> dst
+        assert_eq!(w.create_mirror(DST, "m1", SRC).await, ErrorCode::None);
+        assert_eq!(
+            w.start_mirror_topics(DST, "m1", SRC, &["orders"]).await,
+            ErrorCode::None
+        );
+        let mirrored = w
+            .wait_until(60_000, |w| {
+                w.mirror_state(DST, &tp) == Some(S::Mirroring)
+                    && w.leader(DST, &tp).is_some_and(|l| {
+                        w.replica_offsets(DST, l, &tp).map(|o| o.0) == Some(Offset(20))
+                    })
+            })
+            .await;
+        assert!(
+            mirrored,
+            "state {:?}, dst {:?}",
+            w.mirror_state(DST, &tp),
+            w.leader(DST, &tp)
+                .and_then(|l| w.replica_offsets(DST, l, &tp))
+        );
+        assert_eq!(
+            leader_log(&w, DST, &tp),
+            leader_log(&w, SRC, &tp),
+            "byte-identical, offset-identical"
+        );
+        // read-only while mirroring
+        assert_eq!(
+            produce(&w, DST, &tp, 1, "x").await.0,
+            ErrorCode::ReadOnlyTopic
+        );
+        // more source writes flow through
+        assert_eq!(produce(&w, SRC, &tp, 4, "b").await.0, ErrorCode::None);
+        assert!(
+            w.wait_until(30_000, |w| leader_log(w, DST, &tp)
+                == leader_log(w, SRC, &tp))
+                .await
+        );
+        // --- failover: stop on dst
+        let src_epoch = leader_log(&w, SRC, &tp)
+            .last()
+            .unwrap()
+            .partition_leader_epoch();
+        assert_eq!(
+            w.stop_mirror_topics(DST, "m1", &["orders"]).await,
+            ErrorCode::None
+        );
+        let stopped = w
+            .wait_until(60_000, |w| w.mirror_state(DST, &tp) == Some(S::Stopped))
+            .await;
+        assert!(stopped, "state {:?}", w.mirror_state(DST, &tp));
+        let (e, off) = produce(&w, DST, &tp, 3, "c").await;
+        assert_eq!(e, ErrorCode::None, "writable after STOPPED");
+        assert_eq!(
+            off,
+            Offset(25),
+            "after 24 mirrored records and the MIRROR_PID_RESET at 24"
+        );
+        let dst_log = leader_log(&w, DST, &tp);
+        let reset = &dst_log[dst_log.len() - 2];
+        assert_eq!(
+            reset.control_record(),
+            Some(mirror_core::record::ControlRecord::MirrorPidReset)
+        );
+        assert!(
+            dst_log.last().unwrap().partition_leader_epoch() > src_epoch,
+            "epoch after stop above the LME"
+        );
+        // The old source keeps a tail that was never mirrored.
+        assert_eq!(produce(&w, SRC, &tp, 2, "d").await.0, ErrorCode::None);
+        // --- failback: mirror dst -> src on the old source
+        assert_eq!(w.create_mirror(SRC, "back", DST).await, ErrorCode::None);
+        assert_eq!(
+            w.start_mirror_topics(SRC, "back", DST, &["orders"]).await,
+            ErrorCode::None
+        );
+        let converged = w
+            .wait_until(90_000, |w| {
+                w.mirror_state(SRC, &tp) == Some(S::Mirroring)
+                    && leader_log(w, SRC, &tp) == leader_log(w, DST, &tp)
+            })
+            .await;
+        assert!(
+            converged,
+            "state {:?} src {} dst {}",
+            w.mirror_state(SRC, &tp),
+            leader_log(&w, SRC, &tp).len(),
+            leader_log(&w, DST, &tp).len()
+        );
+        let lines = w.world.trace_lines();
+        (w.finish(), lines)
+    })
+    .unwrap();
+    assert_eq!(out.0, None, "no invariant broke");
+    assert!(
+        out.1.iter().any(|l| l.contains("aligned lme=")),
+        "failback aligned by the LME"
+    );
+}
