@@ -9,6 +9,7 @@ compile_error!(
 
 pub mod chaos;
 pub mod check;
+pub mod cli;
 pub mod disk;
 pub mod faults;
 pub mod kafka;

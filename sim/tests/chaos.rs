@@ -43,6 +43,7 @@ fn chaos_replays_exactly() {
 fn chaos_finds_the_planted_hw_bug() {
     let opts = ChaosOptions {
         ablation_hw_ignores_isr: true,
+        ..ChaosOptions::default()
     };
     let found: Vec<u64> = SEEDS
         .filter(|s| matches!(run_chaos_seed(*s, &opts).verdict, Verdict::Violation(_)))

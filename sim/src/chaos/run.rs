@@ -72,6 +72,8 @@ pub struct ChaosOutcome {
 pub struct ChaosOptions {
     /// Planted bug: leaders ignore the ISR when advancing the HW.
     pub ablation_hw_ignores_isr: bool,
+    /// Keep verbose trace lines.
+    pub verbose_trace: bool,
 }
 
 /// Runs one seed on a fresh thread and runtime.
@@ -123,7 +125,7 @@ fn spec_of(plan: &ChaosPlan, opts: &ChaosOptions) -> KafkaWorldSpec {
 }
 
 async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
-    let w = KafkaWorld::start(spec_of(&plan, &opts));
+    let w = KafkaWorld::start_traced(spec_of(&plan, &opts), opts.verbose_trace);
     let c0 = ClusterIdx(0);
     w.run_for_ms(3_000).await;
     for t in &plan.topics {

@@ -73,9 +73,15 @@ mod tests {
         assert!(matches!(parse_seeds("x"), Err(SeedArgError::Malformed(_))));
         assert_eq!(parse_shard("1/4"), Ok((1, 4)));
         assert!(parse_shard("4/4").is_err());
-        let all: Vec<u64> = (0..4).flat_map(|i| shard_seeds(0..10, Some((i, 4)))).collect();
+        let all: Vec<u64> = (0..4)
+            .flat_map(|i| shard_seeds(0..10, Some((i, 4))))
+            .collect();
         let mut sorted = all.clone();
         sorted.sort_unstable();
-        assert_eq!(sorted, (0..10).collect::<Vec<_>>(), "shards partition the range");
+        assert_eq!(
+            sorted,
+            (0..10).collect::<Vec<_>>(),
+            "shards partition the range"
+        );
     }
 }

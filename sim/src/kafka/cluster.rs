@@ -125,13 +125,23 @@ impl KafkaWorld {
     /// Builds and starts every cluster. Call from the run's main task.
     #[must_use]
     pub fn start(spec: KafkaWorldSpec) -> Self {
-        let config = WorldConfig::new(
+        Self::start_traced(spec, false)
+    }
+
+    /// Like [`KafkaWorld::start`], keeping verbose trace lines too (every append, HW move and
+    /// client acknowledgement) when `verbose`.
+    #[must_use]
+    pub fn start_traced(spec: KafkaWorldSpec, verbose: bool) -> Self {
+        let mut config = WorldConfig::new(
             spec.clusters
                 .iter()
                 .map(|c| ClusterConfig::new(c.name.clone(), c.brokers))
                 .collect(),
             spec.net.clone(),
         );
+        if verbose {
+            config.trace_keep = crate::trace::TraceLevel::Verbose;
+        }
         let world: World<SimNode> = World::new(config);
         let checker = Arc::new(Mutex::new(Checker::new()));
         let nodes: Arc<Mutex<NodeMap>> = Arc::new(Mutex::new(BTreeMap::new()));
@@ -143,7 +153,7 @@ impl KafkaWorld {
             let nodes = Arc::clone(&nodes);
             let names = world.names().clone();
             world.set_observer(move |ctx, event| {
-                let nodes = lock(&nodes).clone();
+                let nodes = lock(&nodes);
                 let name = |n: NodeId| names.node(n);
                 lock(&checker).on_event(ctx, event, &nodes, &name);
             });

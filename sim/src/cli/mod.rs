@@ -1,0 +1,323 @@
+//! The `mirrorsim` command line: the guided tour, chaos sweeps, replay, list and bench.
+//! Exit codes: 0 every run held, 1 an invariant broke (or a run crashed or did not
+//! converge), 2 bad input.
+
+pub mod bench;
+pub mod seeds;
+pub mod tour;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::chaos::{ChaosOptions, ChaosOutcome, ChaosPlan, Verdict, run_chaos_seed, run_plan};
+
+/// Deterministic simulation testbed for KIP-1279 cluster mirroring.
+#[derive(Parser, Debug)]
+#[command(name = "mirrorsim", version, about)]
+pub struct Cli {
+    /// What to do (no subcommand: the guided tour).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run seeded chaos: each seed draws a world, workload and fault schedule.
+    Chaos {
+        /// Seeds: `A..B`, `A..=B` or one seed.
+        #[arg(long, default_value = "1..51")]
+        seeds: String,
+        /// Run only shard `i/n` of the range (seed % n == i).
+        #[arg(long)]
+        shard: Option<String>,
+        /// One JSON object per seed on stdout (for CI).
+        #[arg(long)]
+        json: bool,
+        /// Plant a bug to check the checkers: `hw-ignores-isr`.
+        #[arg(long)]
+        ablation: Option<String>,
+        /// Run every N-th seed twice and compare trace hashes.
+        #[arg(long, value_name = "N")]
+        check_determinism: Option<u64>,
+        /// Where failing capsules are written.
+        #[arg(long, default_value = "target/mirrorsim")]
+        out: PathBuf,
+    },
+    /// Replay a seed or a capsule (JSON) and print its trace.
+    Replay {
+        /// A seed number or a capsule file.
+        target: String,
+        /// Print every RPC-level event, not only the compact trace.
+        #[arg(long)]
+        verbose: bool,
+        /// Plant the same bug as the failing sweep.
+        #[arg(long)]
+        ablation: Option<String>,
+    },
+    /// List invariants, fault kinds and designs.
+    List,
+    /// Measure speed on the reference world and its scale-ups.
+    Bench {
+        /// Scale factors to run (1 = reference).
+        #[arg(long, default_value = "1,10")]
+        scales: String,
+    },
+}
+
+/// A command-line error (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A bad argument.
+    #[error("{0}")]
+    BadArgument(String),
+    /// A capsule that cannot be read.
+    #[error("{path}: {reason}")]
+    BadCapsule {
+        /// The file.
+        path: String,
+        /// What was wrong (line and column for JSON errors).
+        reason: String,
+    },
+}
+
+fn options(ablation: Option<&str>) -> Result<ChaosOptions, CliError> {
+    match ablation {
+        None => Ok(ChaosOptions::default()),
+        Some("hw-ignores-isr") => Ok(ChaosOptions {
+            ablation_hw_ignores_isr: true,
+            ..ChaosOptions::default()
+        }),
+        Some(other) => Err(CliError::BadArgument(format!(
+            "--ablation: unknown `{other}` (known: hw-ignores-isr)"
+        ))),
+    }
+}
+
+/// Runs the CLI; returns the process exit code.
+pub fn run(cli: Cli) -> i32 {
+    let res = match cli.command {
+        None => Ok(tour::run()),
+        Some(Command::List) => {
+            list();
+            Ok(0)
+        }
+        Some(Command::Chaos {
+            seeds,
+            shard,
+            json,
+            ablation,
+            check_determinism,
+            out,
+        }) => chaos(
+            &seeds,
+            shard.as_deref(),
+            json,
+            ablation.as_deref(),
+            check_determinism,
+            &out,
+        ),
+        Some(Command::Replay {
+            target,
+            verbose,
+            ablation,
+        }) => replay(&target, verbose, ablation.as_deref()),
+        Some(Command::Bench { scales }) => bench::run(&scales),
+    };
+    match res {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("mirrorsim: {e}");
+            2
+        }
+    }
+}
+
+fn list() {
+    println!("Invariants (checked after every event; validations at the end):");
+    for (name, what) in crate::check::INVARIANTS {
+        println!("  {name:<28} {what}");
+    }
+    println!();
+    println!("Fault kinds (chaos): crash (process | power loss | torn write) with restart, pause,");
+    println!("  isolate, isolate from controller, packet loss, unclean election, DeleteRecords;");
+    println!(
+        "  world faults also: partition (one-way/symmetric), clog, latency spike, disk full, EIO."
+    );
+    println!();
+    println!("Designs (KIP-1279 design lab, `--design` in scenarios):");
+    for (name, what) in mirror_core::mirror::Design::all_named() {
+        println!("  {name:<36} {what}");
+    }
+    println!();
+    println!("Chaos ablations (planted bugs): hw-ignores-isr");
+}
+
+/// One line of a sweep summary.
+fn outcome_line(o: &ChaosOutcome) -> String {
+    let (hash, secs, events) = o.report.as_ref().map_or(("-".to_string(), 0.0, 0), |r| {
+        (r.trace_hash.clone(), r.sim_seconds, r.events)
+    });
+    format!(
+        "seed {:>6}  {:<34} sim={secs:>7.1}s events={events:>7} hash={hash}",
+        o.seed,
+        o.verdict.short()
+    )
+}
+
+fn write_capsule(out: &std::path::Path, o: &ChaosOutcome) -> Option<PathBuf> {
+    std::fs::create_dir_all(out).ok()?;
+    let path = out.join(format!("capsule-{}.json", o.seed));
+    let text = serde_json::to_string_pretty(&o.plan).ok()?;
+    std::fs::write(&path, text).ok()?;
+    Some(path)
+}
+
+fn chaos(
+    seeds: &str,
+    shard: Option<&str>,
+    json: bool,
+    ablation: Option<&str>,
+    check_determinism: Option<u64>,
+    out: &std::path::Path,
+) -> Result<i32, CliError> {
+    let range = seeds::parse_seeds(seeds).map_err(|e| CliError::BadArgument(e.to_string()))?;
+    let shard = shard
+        .map(seeds::parse_shard)
+        .transpose()
+        .map_err(|e| CliError::BadArgument(e.to_string()))?;
+    let opts = options(ablation)?;
+    let list = seeds::shard_seeds(range, shard);
+    let total = list.len();
+    let mut failed = Vec::new();
+    let mut nondeterministic = Vec::new();
+    let start = std::time::Instant::now();
+    let mut sim_total = 0.0;
+    for (i, seed) in list.iter().enumerate() {
+        let o = run_chaos_seed(*seed, &opts);
+        sim_total += o.report.as_ref().map_or(0.0, |r| r.sim_seconds);
+        if let Some(n) = check_determinism
+            && n > 0
+            && seed % n == 0
+        {
+            let again = run_chaos_seed(*seed, &opts);
+            let h = |x: &ChaosOutcome| x.report.as_ref().map(|r| r.trace_hash.clone());
+            if h(&o) != h(&again) {
+                nondeterministic.push(*seed);
+            }
+        }
+        if json {
+            let line = serde_json::json!({
+                "seed": o.seed,
+                "verdict": o.verdict.short(),
+                "trace_hash": o.report.as_ref().map(|r| r.trace_hash.clone()),
+                "sim_seconds": o.report.as_ref().map(|r| r.sim_seconds),
+                "events": o.report.as_ref().map(|r| r.events),
+                "detail": o.verdict,
+            });
+            println!("{line}");
+        } else {
+            eprint!("\r[{:>5}/{total}] {}", i + 1, progress_bar(i + 1, total));
+            if !o.verdict.is_pass() {
+                eprintln!();
+                println!("{}", outcome_line(&o));
+            }
+        }
+        if !o.verdict.is_pass() {
+            let capsule = write_capsule(out, &o);
+            if !json {
+                describe_failure(&o, capsule.as_deref(), ablation);
+            }
+            failed.push(o.seed);
+        }
+    }
+    let wall = start.elapsed().as_secs_f64();
+    if !json {
+        eprintln!();
+        println!();
+        println!("seeds run        {total}");
+        println!("passed           {}", total - failed.len());
+        println!("failed           {} {:?}", failed.len(), failed);
+        if let Some(n) = check_determinism {
+            println!(
+                "determinism      every {n}th seed twice: {} mismatches {:?}",
+                nondeterministic.len(),
+                nondeterministic
+            );
+        }
+        println!(
+            "simulated        {sim_total:.0} s in {wall:.1} s wall ({:.0}x real time)",
+            sim_total / wall.max(1e-9)
+        );
+    }
+    let _ = std::io::stdout().flush();
+    Ok(if failed.is_empty() && nondeterministic.is_empty() {
+        0
+    } else {
+        1
+    })
+}
+
+fn progress_bar(done: usize, total: usize) -> String {
+    let width = 30;
+    let filled = done * width / total.max(1);
+    format!("[{}{}]", "#".repeat(filled), ".".repeat(width - filled))
+}
+
+fn describe_failure(o: &ChaosOutcome, capsule: Option<&std::path::Path>, ablation: Option<&str>) {
+    match &o.verdict {
+        Verdict::Violation(v) => println!("  {v}"),
+        Verdict::Liveness { detail } => println!("  did not converge: {detail}"),
+        Verdict::Crash { message } => println!("  crashed: {message}"),
+        Verdict::Pass => {}
+    }
+    let abl = ablation
+        .map(|a| format!(" --ablation {a}"))
+        .unwrap_or_default();
+    println!("  replay: cargo run --release -- replay {}{abl}", o.seed);
+    if let Some(c) = capsule {
+        println!(
+            "  capsule: {} (replay: cargo run --release -- replay {}{abl})",
+            c.display(),
+            c.display()
+        );
+    }
+}
+
+fn replay(target: &str, verbose: bool, ablation: Option<&str>) -> Result<i32, CliError> {
+    let opts = options(ablation)?;
+    let plan = if let Ok(seed) = target.parse::<u64>() {
+        ChaosPlan::single_cluster(seed)
+    } else {
+        let text = std::fs::read_to_string(target).map_err(|e| CliError::BadCapsule {
+            path: target.to_string(),
+            reason: e.to_string(),
+        })?;
+        serde_json::from_str(&text).map_err(|e| CliError::BadCapsule {
+            path: target.to_string(),
+            reason: format!("line {} column {}: {e}", e.line(), e.column()),
+        })?
+    };
+    let o = run_plan_verbose(plan, &opts, verbose);
+    if let Some(r) = &o.report {
+        for l in &r.lines {
+            println!("{l}");
+        }
+    }
+    println!("{}", outcome_line(&o));
+    match &o.verdict {
+        Verdict::Pass => Ok(0),
+        _ => {
+            describe_failure(&o, None, ablation);
+            Ok(1)
+        }
+    }
+}
+
+fn run_plan_verbose(plan: ChaosPlan, opts: &ChaosOptions, verbose: bool) -> ChaosOutcome {
+    let mut o = opts.clone();
+    o.verbose_trace = verbose;
+    run_plan(plan, &o)
+}
