@@ -195,6 +195,7 @@ fn chaos(
     let mut nondeterministic = Vec::new();
     let start = std::time::Instant::now();
     let mut sim_total = 0.0;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     for (i, seed) in list.iter().enumerate() {
         let o = run_chaos_seed(*seed, &opts);
         sim_total += o.report.as_ref().map_or(0.0, |r| r.sim_seconds);
@@ -219,9 +220,15 @@ fn chaos(
             });
             println!("{line}");
         } else {
-            eprint!("\r[{:>5}/{total}] {}", i + 1, progress_bar(i + 1, total));
+            if tty {
+                eprint!("\r[{:>5}/{total}] {}", i + 1, progress_bar(i + 1, total));
+            } else if (i + 1) % 50 == 0 || i + 1 == total {
+                eprintln!("[{:>5}/{total}] {}", i + 1, progress_bar(i + 1, total));
+            }
             if !o.verdict.is_pass() {
-                eprintln!();
+                if tty {
+                    eprintln!();
+                }
                 println!("{}", outcome_line(&o));
             }
         }
@@ -235,7 +242,9 @@ fn chaos(
     }
     let wall = start.elapsed().as_secs_f64();
     if !json {
-        eprintln!();
+        if tty {
+            eprintln!();
+        }
         println!();
         println!("seeds run        {total}");
         println!("passed           {}", total - failed.len());
