@@ -312,8 +312,16 @@ impl Broker {
         self.ensure_partition(&tp, topic_id);
         let now_ms = self.now.as_millis();
         let mut events = Vec::new();
-        let assign = self.assign_epoch_start_on_leadership(&tp);
+        let mut assign = self.assign_epoch_start_on_leadership(&tp);
+        let is_mirror = self.mirror_membership(&tp.topic).is_some();
         let p = self.partitions.get_mut(&tp).expect("ensured");
+        // A mirror partition's log holds source epochs that may be above this leader epoch
+        // (the seed design has no DLE >= SLE rule). Assigning a lower epoch would drop the
+        // cache entries above it (Kafka's `assign` removes them), so the epoch starts at the
+        // first append after the stop's bump instead. Found by mirror chaos (seed 36).
+        if is_mirror && p.log.latest_epoch().is_some_and(|e| e >= reg.leader_epoch) {
+            assign = false;
+        }
         if reg.leader == Some(me) {
             let epoch_before = p.log.epoch_cache().latest_entry();
             if p.make_leader(me, reg, now_ms, assign, &mut events) {

@@ -81,6 +81,15 @@ pub enum ChaosFault {
         /// Partition.
         partition: i32,
     },
+    /// Operator: stop mirroring every topic (failover to the destination).
+    StopMirror,
+    /// Operator: pause mirroring for a while, then resume.
+    PauseMirror {
+        /// How long.
+        for_ms: u64,
+    },
+    /// Operator: fail back: mirror from the destination onto the old source (after a stop).
+    Failback,
     /// DeleteRecords up to the HW.
     DeleteRecords {
         /// Cluster index.
@@ -166,16 +175,35 @@ pub struct ChaosPlan {
     pub safety_ms: u64,
     /// Bound of the liveness phase (no faults; the system must converge).
     pub liveness_ms: u64,
+    /// KIP-1279: cluster 1 mirrors every topic of cluster 0 (mirror `m1`).
+    #[serde(default)]
+    pub mirror: bool,
 }
 
-fn fault(u: &mut Unstructured<'_>, brokers: u16, topics: &[TopicPlan]) -> ArbResult<ChaosFault> {
-    let broker = i32::from(u.int_in_range(1..=brokers)?);
+fn fault(
+    u: &mut Unstructured<'_>,
+    brokers: &[u16],
+    topics: &[TopicPlan],
+    mirror: bool,
+) -> ArbResult<ChaosFault> {
+    let cluster = u.choose_index(brokers.len())?;
+    if mirror && u.ratio(1, 4)? {
+        return Ok(match u.int_in_range(0..=3u8)? {
+            0 | 1 => ChaosFault::StopMirror,
+            2 => ChaosFault::PauseMirror {
+                for_ms: u64::from(u.int_in_range(1_000..=15_000u32)?),
+            },
+            _ => ChaosFault::Failback,
+        });
+    }
+    let c = u16::try_from(cluster).unwrap_or(0);
+    let broker = i32::from(u.int_in_range(1..=brokers[cluster])?);
     let for_ms = u64::from(u.int_in_range(500..=20_000u32)?);
     let topic = u.choose_index(topics.len())?;
     let partition = u.int_in_range(0..=topics[topic].partitions - 1)?;
     Ok(match u.int_in_range(0..=9u8)? {
         0..=2 => ChaosFault::Crash {
-            cluster: 0,
+            cluster: c,
             broker,
             mode: match u.int_in_range(0..=9u8)? {
                 0 => CrashMode::Torn,
@@ -185,17 +213,17 @@ fn fault(u: &mut Unstructured<'_>, brokers: u16, topics: &[TopicPlan]) -> ArbRes
             down_ms: for_ms,
         },
         3 => ChaosFault::Pause {
-            cluster: 0,
+            cluster: c,
             broker,
             for_ms,
         },
         4 | 5 => ChaosFault::Isolate {
-            cluster: 0,
+            cluster: c,
             broker,
             for_ms,
         },
         6 => ChaosFault::IsolateFromController {
-            cluster: 0,
+            cluster: c,
             broker,
             for_ms,
         },
@@ -204,12 +232,12 @@ fn fault(u: &mut Unstructured<'_>, brokers: u16, topics: &[TopicPlan]) -> ArbRes
             for_ms,
         },
         8 => ChaosFault::UncleanElection {
-            cluster: 0,
+            cluster: c,
             topic,
             partition,
         },
         _ => ChaosFault::DeleteRecords {
-            cluster: 0,
+            cluster: c,
             topic,
             partition,
         },
@@ -226,8 +254,23 @@ impl ChaosPlan {
         Self::draw(seed, &mut u).expect("4 KiB of bytes always draw a plan")
     }
 
+    /// Draws the plan of `seed` with KIP-1279 mirroring: cluster 1 mirrors cluster 0, and
+    /// the schedule mixes faults on both clusters with operator actions (stop, pause, failback).
+    #[must_use]
+    pub fn mirror(seed: u64) -> Self {
+        let mut bytes = vec![0u8; 4096];
+        rand::rngs::StdRng::seed_from_u64(seed ^ 0x6d69_7272_6f72).fill_bytes(&mut bytes);
+        let mut u = Unstructured::new(&bytes);
+        Self::draw_with(seed, &mut u, true).expect("4 KiB of bytes always draw a plan")
+    }
+
     fn draw(seed: u64, u: &mut Unstructured<'_>) -> ArbResult<Self> {
+        Self::draw_with(seed, u, false)
+    }
+
+    fn draw_with(seed: u64, u: &mut Unstructured<'_>, mirror: bool) -> ArbResult<Self> {
         let brokers: u16 = u.int_in_range(1..=5)?;
+        let dst_brokers: u16 = if mirror { u.int_in_range(1..=4)? } else { 0 };
         let n_topics = u.int_in_range(1..=2usize)?;
         let mut topics = Vec::new();
         for i in 0..n_topics {
@@ -260,17 +303,22 @@ impl ChaosPlan {
             });
         }
         let safety_ms = u64::from(u.int_in_range(20_000..=60_000u32)?);
+        let cluster_sizes: Vec<u16> = if mirror {
+            vec![brokers, dst_brokers]
+        } else {
+            vec![brokers]
+        };
         let mut faults = Vec::new();
         for _ in 0..u.int_in_range(0..=8usize)? {
             faults.push(FaultStep {
                 at_ms: u64::from(u.int_in_range(0..=u32::try_from(safety_ms).unwrap_or(60_000))?),
-                fault: fault(u, brokers, &topics)?,
+                fault: fault(u, &cluster_sizes, &topics, mirror)?,
             });
         }
         faults.sort_by_key(|f| f.at_ms);
         Ok(Self {
             seed,
-            brokers: vec![brokers],
+            brokers: cluster_sizes.clone(),
             unclean_leader_election_enable: u.ratio(1, 5)?,
             log_flush_interval_ms: if u.ratio(1, 3)? { Some(1_000) } else { None },
             topics,
@@ -278,6 +326,7 @@ impl ChaosPlan {
             faults,
             safety_ms,
             liveness_ms: 120_000,
+            mirror,
         })
     }
 }

@@ -74,12 +74,19 @@ pub struct ChaosOptions {
     pub ablation_hw_ignores_isr: bool,
     /// Keep verbose trace lines.
     pub verbose_trace: bool,
+    /// Draw two-cluster KIP-1279 plans (`ChaosPlan::mirror`) instead of single-cluster ones.
+    pub mirror: bool,
 }
 
 /// Runs one seed on a fresh thread and runtime.
 #[must_use]
 pub fn run_chaos_seed(seed: u64, opts: &ChaosOptions) -> ChaosOutcome {
-    run_plan(ChaosPlan::single_cluster(seed), opts)
+    let plan = if opts.mirror {
+        ChaosPlan::mirror(seed)
+    } else {
+        ChaosPlan::single_cluster(seed)
+    };
+    run_plan(plan, opts)
 }
 
 /// Runs a plan (a capsule replays through here).
@@ -139,6 +146,12 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
         )
         .await;
     }
+    let ops = std::sync::Arc::new(std::sync::Mutex::new(MirrorOps::default()));
+    if plan.mirror {
+        let names: Vec<&str> = plan.topics.iter().map(|t| t.name.as_str()).collect();
+        w.create_mirror(ClusterIdx(1), "m1", c0).await;
+        w.start_mirror_topics(ClusterIdx(1), "m1", c0, &names).await;
+    }
     start_clients(&w, &plan);
     let start = w.world.now();
     for step in &plan.faults {
@@ -150,7 +163,7 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
         if w.violation().is_some() {
             break;
         }
-        apply(&w, &plan, &step.fault).await;
+        apply(&w, &plan, &step.fault, &ops).await;
     }
     let end = start.plus_millis(i64::try_from(plan.safety_ms).unwrap_or(i64::MAX));
     let now = w.world.now();
@@ -171,28 +184,102 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
     } else {
         let converged = w
             .wait_until(plan.liveness_ms, |w| {
-                converged(w, &plan).is_none() || w.violation().is_some()
+                (converged(w, &plan).is_none() && mirror_converged(w, &plan, &ops).is_none())
+                    || w.violation().is_some()
             })
             .await;
         match (w.finish(), converged) {
             (Some(v), _) => Verdict::Violation(v),
             (None, true) => Verdict::Pass,
             (None, false) => Verdict::Liveness {
-                detail: converged_detail(&w, &plan),
+                detail: converged_detail(&w, &plan, &ops),
             },
         }
     };
     (verdict, w.world.report(plan.seed))
 }
 
-fn converged_detail(w: &KafkaWorld, plan: &ChaosPlan) -> String {
-    converged(w, plan).unwrap_or_else(|| "converged late".into())
+fn converged_detail(w: &KafkaWorld, plan: &ChaosPlan, ops: &std::sync::Mutex<MirrorOps>) -> String {
+    converged(w, plan)
+        .or_else(|| mirror_converged(w, plan, ops))
+        .unwrap_or_else(|| "converged late".into())
+}
+
+/// What the operator did to the mirror during the run.
+#[derive(Clone, Debug, Default)]
+struct MirrorOps {
+    stopped: bool,
+    failed_back: bool,
+}
+
+fn leader_batches(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    tp: &TopicPartition,
+) -> Option<Vec<mirror_core::record::RecordBatch>> {
+    let l = w.leader(c, tp)?;
+    w.with_broker(c, l, |b| {
+        b.partition(tp).map(|p| p.log.batches().cloned().collect())
+    })
+    .flatten()
+}
+
+/// `None` when the mirror reached what the operator asked for: identical logs in MIRRORING,
+/// STOPPED after a stop, identical logs again after a failback.
+fn mirror_converged(
+    w: &KafkaWorld,
+    plan: &ChaosPlan,
+    ops: &std::sync::Mutex<MirrorOps>,
+) -> Option<String> {
+    use mirror_core::mirror::MirrorPartitionState as S;
+    if !plan.mirror {
+        return None;
+    }
+    let ops = ops.lock().map(|o| o.clone()).unwrap_or_default();
+    let (src, dst) = (ClusterIdx(0), ClusterIdx(1));
+    for t in &plan.topics {
+        for p in 0..t.partitions {
+            let tp = TopicPartition::new(t.name.as_str(), p);
+            let (cluster, want, compare) = if ops.failed_back {
+                (src, S::Mirroring, true)
+            } else if ops.stopped {
+                (dst, S::Stopped, false)
+            } else {
+                (dst, S::Mirroring, true)
+            };
+            let state = w.mirror_state(cluster, &tp);
+            if state != Some(want) {
+                return Some(format!(
+                    "{tp} on cluster {} is {state:?}, want {want}",
+                    cluster.0
+                ));
+            }
+            if compare {
+                let (a, b) = (leader_batches(w, src, &tp), leader_batches(w, dst, &tp));
+                if a.is_none() || a != b {
+                    return Some(format!("{tp}: logs differ between the clusters"));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// `None` when every partition has a leader, a full ISR, and every replica's LEO and HW
 /// equal the leader's.
 fn converged(w: &KafkaWorld, plan: &ChaosPlan) -> Option<String> {
-    let c0 = ClusterIdx(0);
+    for c in 0..plan.brokers.len() {
+        if let Some(d) = converged_on(w, plan, ClusterIdx(u16::try_from(c).unwrap_or(0))) {
+            return Some(d);
+        }
+    }
+    None
+}
+
+fn converged_on(w: &KafkaWorld, plan: &ChaosPlan, c0: ClusterIdx) -> Option<String> {
+    if c0.0 > 0 && !plan.mirror {
+        return None;
+    }
     for t in &plan.topics {
         for p in 0..t.partitions {
             let tp = TopicPartition::new(t.name.as_str(), p);
@@ -313,7 +400,66 @@ fn client_number(id: NodeId) -> u32 {
     }
 }
 
-async fn apply(w: &KafkaWorld, plan: &ChaosPlan, f: &ChaosFault) {
+async fn apply(
+    w: &KafkaWorld,
+    plan: &ChaosPlan,
+    f: &ChaosFault,
+    ops: &std::sync::Arc<std::sync::Mutex<MirrorOps>>,
+) {
+    let names: Vec<String> = plan.topics.iter().map(|t| t.name.clone()).collect();
+    let (src, dst) = (ClusterIdx(0), ClusterIdx(1));
+    match f {
+        ChaosFault::StopMirror => {
+            let w2 = w.clone();
+            let ops = std::sync::Arc::clone(ops);
+            madsim::task::spawn(async move {
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                if w2.stop_mirror_topics(dst, "m1", &refs).await.is_ok()
+                    && let Ok(mut o) = ops.lock()
+                {
+                    o.stopped = true;
+                }
+            });
+            return;
+        }
+        ChaosFault::PauseMirror { for_ms } => {
+            let w2 = w.clone();
+            let d = *for_ms;
+            madsim::task::spawn(async move {
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                if w2.pause_mirror_topics(dst, "m1", &refs, true).await.is_ok() {
+                    madsim::time::sleep(Duration::from_millis(d)).await;
+                    let _ = w2.pause_mirror_topics(dst, "m1", &refs, false).await;
+                }
+            });
+            return;
+        }
+        ChaosFault::Failback => {
+            let stopped = ops
+                .lock()
+                .map(|o| o.stopped && !o.failed_back)
+                .unwrap_or(false);
+            if !stopped {
+                return;
+            }
+            let w2 = w.clone();
+            let ops = std::sync::Arc::clone(ops);
+            madsim::task::spawn(async move {
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                let _ = w2.create_mirror(src, "back", dst).await;
+                if w2
+                    .start_mirror_topics(src, "back", dst, &refs)
+                    .await
+                    .is_ok()
+                    && let Ok(mut o) = ops.lock()
+                {
+                    o.failed_back = true;
+                }
+            });
+            return;
+        }
+        _ => {}
+    }
     let broker = |cluster: u16, b: i32| NodeId::broker(ClusterIdx(cluster), BrokerId(b));
     match f {
         ChaosFault::Crash {
@@ -401,6 +547,7 @@ async fn apply(w: &KafkaWorld, plan: &ChaosPlan, f: &ChaosFault) {
                 let _ = w2.unclean_election(c, &tp).await;
             });
         }
+        ChaosFault::StopMirror | ChaosFault::PauseMirror { .. } | ChaosFault::Failback => {}
         ChaosFault::DeleteRecords {
             cluster,
             topic,

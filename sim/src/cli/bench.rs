@@ -66,6 +66,7 @@ pub fn reference_plan(scale: u32) -> ChaosPlan {
         faults,
         safety_ms: 60_000,
         liveness_ms: 120_000,
+        mirror: false,
     }
 }
 

@@ -39,6 +39,9 @@ pub enum Command {
         /// Plant a bug to check the checkers: `hw-ignores-isr`.
         #[arg(long)]
         ablation: Option<String>,
+        /// Two clusters with KIP-1279 mirroring (faults on both, stop / pause / failback).
+        #[arg(long)]
+        mirror: bool,
         /// Run every N-th seed twice and compare trace hashes.
         #[arg(long, value_name = "N")]
         check_determinism: Option<u64>,
@@ -56,6 +59,9 @@ pub enum Command {
         /// Plant the same bug as the failing sweep.
         #[arg(long)]
         ablation: Option<String>,
+        /// The seed is a two-cluster mirror plan.
+        #[arg(long)]
+        mirror: bool,
     },
     /// List invariants, fault kinds and designs.
     List,
@@ -109,21 +115,27 @@ pub fn run(cli: Cli) -> i32 {
             shard,
             json,
             ablation,
+            mirror,
             check_determinism,
             out,
-        }) => chaos(
-            &seeds,
-            shard.as_deref(),
-            json,
-            ablation.as_deref(),
-            check_determinism,
-            &out,
-        ),
+        }) => options(ablation.as_deref()).and_then(|mut o| {
+            o.mirror = mirror;
+            chaos(
+                &seeds,
+                shard.as_deref(),
+                json,
+                &o,
+                ablation.as_deref(),
+                check_determinism,
+                &out,
+            )
+        }),
         Some(Command::Replay {
             target,
             verbose,
             ablation,
-        }) => replay(&target, verbose, ablation.as_deref()),
+            mirror,
+        }) => replay(&target, verbose, ablation.as_deref(), mirror),
         Some(Command::Bench { scales }) => bench::run(&scales),
     };
     match res {
@@ -179,6 +191,7 @@ fn chaos(
     seeds: &str,
     shard: Option<&str>,
     json: bool,
+    opts: &ChaosOptions,
     ablation: Option<&str>,
     check_determinism: Option<u64>,
     out: &std::path::Path,
@@ -188,7 +201,7 @@ fn chaos(
         .map(seeds::parse_shard)
         .transpose()
         .map_err(|e| CliError::BadArgument(e.to_string()))?;
-    let opts = options(ablation)?;
+    let opts = opts.clone();
     let list = seeds::shard_seeds(range, shard);
     let total = list.len();
     let mut failed = Vec::new();
@@ -282,9 +295,12 @@ fn describe_failure(o: &ChaosOutcome, capsule: Option<&std::path::Path>, ablatio
         Verdict::Crash { message } => println!("  crashed: {message}"),
         Verdict::Pass => {}
     }
-    let abl = ablation
+    let mut abl = ablation
         .map(|a| format!(" --ablation {a}"))
         .unwrap_or_default();
+    if o.plan.mirror {
+        abl.push_str(" --mirror");
+    }
     println!("  replay: cargo run --release -- replay {}{abl}", o.seed);
     if let Some(c) = capsule {
         println!(
@@ -295,10 +311,19 @@ fn describe_failure(o: &ChaosOutcome, capsule: Option<&std::path::Path>, ablatio
     }
 }
 
-fn replay(target: &str, verbose: bool, ablation: Option<&str>) -> Result<i32, CliError> {
+fn replay(
+    target: &str,
+    verbose: bool,
+    ablation: Option<&str>,
+    mirror: bool,
+) -> Result<i32, CliError> {
     let opts = options(ablation)?;
     let plan = if let Ok(seed) = target.parse::<u64>() {
-        ChaosPlan::single_cluster(seed)
+        if mirror {
+            ChaosPlan::mirror(seed)
+        } else {
+            ChaosPlan::single_cluster(seed)
+        }
     } else {
         let text = std::fs::read_to_string(target).map_err(|e| CliError::BadCapsule {
             path: target.to_string(),
