@@ -101,6 +101,18 @@ impl Broker {
         &self.mirror_runs
     }
 
+    /// The source cluster a mirror partition fetches from (for checkers): the mirror named by
+    /// this broker's run for `tp`, else by the topic's `mirror.name`, resolved through the
+    /// mirror's configs. `None` for a topic that is not mirrored here.
+    #[must_use]
+    pub fn mirror_source_cluster(&self, tp: &TopicPartition) -> Option<ClusterIdx> {
+        let mirror = match self.mirror_runs.get(tp) {
+            Some(r) => r.mirror.clone(),
+            None => self.mirror_membership(&tp.topic)?.mirror_name,
+        };
+        self.mirror_source(&mirror).map(|(c, _)| c)
+    }
+
     /// The mirror membership of a topic, from its `mirror.name` config.
     pub(super) fn mirror_membership(&self, topic: &str) -> Option<MirrorMembership> {
         self.image
@@ -441,7 +453,12 @@ impl Broker {
     fn mirror_enter(&mut self, tp: &TopicPartition, state: S) {
         match state {
             S::Preparing => self.prepare_lookup(tp),
-            S::Mirroring => self.add_to_mirror_fetcher(tp),
+            S::Mirroring => {
+                self.add_to_mirror_fetcher(tp);
+                // A desired-state change (stop, pause) that arrived while the transition was
+                // being written is picked up now.
+                self.mirror_drive_from_state(tp, false);
+            }
             S::Pausing => {
                 self.remove_from_mirror_fetcher(tp);
                 self.mirror_write(tp, Some(S::Paused), None);

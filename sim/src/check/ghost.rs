@@ -39,6 +39,9 @@ pub struct GhostPartition {
     pub leaders: BTreeMap<LeaderEpoch, NodeId>,
     /// Epochs elected uncleanly (declared loss when their leader takes over).
     pub unclean_epochs: Vec<LeaderEpoch>,
+    /// Batches that were committed and later dropped by a declared loss, by base offset (a
+    /// mirror may have fetched them before the loss: the mirror checkers accept them).
+    pub cut: BTreeMap<Offset, Vec<RecordBatch>>,
 }
 
 impl GhostPartition {
@@ -56,7 +59,9 @@ impl GhostPartition {
     pub fn cut_from(&mut self, from: Offset) -> usize {
         let cut: Vec<Offset> = self.committed.range(from..).map(|(o, _)| *o).collect();
         for o in &cut {
-            self.committed.remove(o);
+            if let Some(b) = self.committed.remove(o) {
+                self.archive(b);
+            }
         }
         // a batch straddling `from` goes too
         if let Some((o, b)) = self
@@ -67,9 +72,25 @@ impl GhostPartition {
             && b.last_offset() >= from
         {
             self.committed.remove(&o);
+            self.archive(b);
         }
         self.true_hw = self.true_hw.min(from);
         cut.len()
+    }
+
+    fn archive(&mut self, b: RecordBatch) {
+        let v = self.cut.entry(b.base_offset()).or_default();
+        if !v.contains(&b) {
+            v.push(b);
+        }
+    }
+
+    /// True when `batch` was committed at its offset once and dropped by a declared loss.
+    #[must_use]
+    pub fn was_cut(&self, batch: &RecordBatch) -> bool {
+        self.cut
+            .get(&batch.base_offset())
+            .is_some_and(|v| v.contains(batch))
     }
 }
 

@@ -13,6 +13,7 @@ use mirror_core::types::{LeaderEpoch, Offset, TopicPartition};
 use super::Violation;
 use super::ghost::{AckedWrite, DeclaredLoss, Ghost};
 use super::history::History;
+use super::mirror::MirrorChecker;
 use crate::kafka::SimNode;
 use crate::world::EventCtx;
 
@@ -28,6 +29,8 @@ pub struct Checker {
     pub ghost: Ghost,
     /// Client history checks.
     pub history: History,
+    /// KIP-1279 mirror checks.
+    pub mirror: MirrorChecker,
     /// Report a leader elected cleanly with committed data missing (Kafka's known loss when
     /// the last ISR member lost unflushed data) as a violation instead of a declared loss.
     pub strict_durability: bool,
@@ -55,6 +58,7 @@ impl Checker {
         Self {
             ghost: Ghost::default(),
             history: History::default(),
+            mirror: MirrorChecker::default(),
             strict_durability: false,
             first: None,
             last_epoch: BTreeMap::new(),
@@ -104,6 +108,18 @@ impl Checker {
     }
 
     fn check(
+        &mut self,
+        ctx: &EventCtx,
+        event: &Event,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        self.check_log(ctx, event, nodes, name)?;
+        // After the single-cluster checks: they may have declared a loss this event caused.
+        self.mirror.on_event(ctx, event, &self.ghost, nodes, name)
+    }
+
+    fn check_log(
         &mut self,
         ctx: &EventCtx,
         event: &Event,
@@ -193,6 +209,8 @@ impl Checker {
                 // source divergence) are declared data-loss events.
                 self.declare_loss(ctx, cluster, tp, *to, "mirror_truncation");
                 self.verified.insert((node, tp.clone()), *to);
+                // A declared truncation may take the leader's HW back within its tenure.
+                self.leader_hw.remove(&(node, tp.clone()));
                 self.check_replica(ctx, node, tp, nodes, name, true)
             }
             Event::MirrorAppended {
@@ -328,6 +346,9 @@ impl Checker {
             t_micros: ctx.t.0,
         });
         self.verified
+            .retain(|(n, t), _| !(t == tp && n.cluster == cluster));
+        // A declared truncation may lower the leader's HW (KIP-1279 failback, LSO cut).
+        self.leader_hw
             .retain(|(n, t), _| !(t == tp && n.cluster == cluster));
     }
 

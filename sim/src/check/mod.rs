@@ -4,6 +4,8 @@
 //!   acknowledged writes, consumed records, declared data-loss events.
 //! - [`log_invariants`]: kafka-semantics §2.3 items 1-10, checked after every event on the
 //!   partition the event touched.
+//! - [`mirror`]: KIP-1279 mirror invariants (kafka-semantics §2.3 items 11-18, scenarios §5)
+//!   after every event on the touched partition, and the end-of-run failback validation.
 //! - [`history`]: what clients saw (Jepsen-style): acknowledged writes not lost, consumers
 //!   reading committed data in order without duplicates.
 //!
@@ -16,6 +18,10 @@
 pub mod ghost;
 pub mod history;
 pub mod log_invariants;
+pub mod mirror;
+
+#[cfg(test)]
+mod mirror_test;
 
 use std::fmt;
 
@@ -132,5 +138,37 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         "consumer_order",
         "a consumer session reads offsets strictly increasing with no duplicates",
+    ),
+    (
+        "mirror_prefix",
+        "every batch a destination appends from the source equals, byte for byte and at the same offset, the source's committed batch (unless cut by a declared source loss)",
+    ),
+    (
+        "mirror_not_ahead_of_source",
+        "while MIRRORING a destination HW never exposes an offset the source has not committed",
+    ),
+    (
+        "read_only_until_stopped",
+        "no leader append on a mirror partition before STOPPED except the broker's control batches (MIRROR_PID_RESET, ABORT)",
+    ),
+    (
+        "epoch_above_lme_after_stop",
+        "after the last mirrored epoch is recorded at stop, every leader-appended batch has epoch > LME",
+    ),
+    (
+        "pid_reset_after_stop",
+        "once STOPPED no replica keeps a producer entry whose last batch is below the MIRROR_PID_RESET offset",
+    ),
+    (
+        "no_hanging_txn_after_stop",
+        "at STOPPED the leader has no open transaction: LSO == HW (== LEO outside the latest design)",
+    ),
+    (
+        "valid_transitions",
+        "every mirror state change is allowed by the design and the state epoch strictly rises",
+    ),
+    (
+        "failback_converges",
+        "at the end, a failed-back partition's log equals its new source's, and every record the old source dropped is a declared loss",
     ),
 ];

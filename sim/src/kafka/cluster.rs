@@ -35,6 +35,10 @@ pub struct BrokerTuning {
     /// Planted bug: leaders ignore the ISR when advancing the HW (checker teeth).
     #[serde(default)]
     pub ablation_hw_ignores_isr: bool,
+    /// KIP-1279 design preset and ablations (`seed`, `latest`, `seed-no-pid-reset`, ...;
+    /// kip1279.md A.3). `None` = the default design (seed).
+    #[serde(default)]
+    pub mirror_design: Option<String>,
 }
 
 impl Default for BrokerTuning {
@@ -46,6 +50,7 @@ impl Default for BrokerTuning {
             replica_lag_time_max_ms: 30_000,
             kip966_min_isr_gate: true,
             ablation_hw_ignores_isr: false,
+            mirror_design: None,
         }
     }
 }
@@ -117,6 +122,10 @@ fn broker_config(cluster: ClusterIdx, id: BrokerId, spec: &ClusterSpec) -> Broke
     c.replica_lag_time_max_ms = spec.tuning.replica_lag_time_max_ms;
     c.kip966_min_isr_gate = spec.tuning.kip966_min_isr_gate;
     c.ablation_hw_ignores_isr = spec.tuning.ablation_hw_ignores_isr;
+    if let Some(d) = &spec.tuning.mirror_design {
+        c.mirror_design = mirror_core::mirror::Design::parse(d)
+            .unwrap_or_else(|e| panic!("invalid mirror_design {d:?}: {e}"));
+    }
     c.unclean_leader_election_enable = spec.unclean_leader_election_enable;
     c
 }
@@ -562,9 +571,15 @@ impl KafkaWorld {
         let nodes = lock(&self.nodes).clone();
         let names = self.world.names().clone();
         let name = |n: NodeId| names.node(n);
-        let mut c = lock(&self.checker);
+        let mut guard = lock(&self.checker);
+        let c = &mut *guard;
         if c.violation().is_none()
             && let Err(v) = check_no_lost_acked_writes(&c.ghost, &nodes, &name)
+        {
+            c.report(v);
+        }
+        if c.violation().is_none()
+            && let Err(v) = c.mirror.check_failback(&c.ghost, &nodes, &name)
         {
             c.report(v);
         }

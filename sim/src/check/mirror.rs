@@ -1,0 +1,850 @@
+//! KIP-1279 mirror invariants (kafka-semantics §2.3 items 11-18, scenarios §5), checked after
+//! every event on the partition the event touched, plus the end-of-run failback validation.
+//!
+//! Keys are `(cluster, topic-partition)` of the **destination** (the cluster whose broker runs
+//! the mirror). The source of a destination partition is read from the broker's mirror run
+//! ([`Broker::mirror_source_cluster`]). Every check is cheap: it reads one replica of the
+//! touched partition and the ghost state of its source.
+//!
+//! | invariant | when |
+//! |---|---|
+//! | `mirror_prefix` | `MirrorAppended`: the batch equals the source's committed batch at its offset |
+//! | `mirror_not_ahead_of_source` | HW change / mirror append while MIRRORING: HW <= source true HW |
+//! | `read_only_until_stopped` | leader append while not STOPPED: only the broker's control batches |
+//! | `epoch_above_lme_after_stop` | leader append after the LME was recorded: epoch > LME |
+//! | `pid_reset_after_stop` | STOPPED, and appends after: no producer entry below the PID reset |
+//! | `no_hanging_txn_after_stop` | STOPPED: LSO == HW (== LEO outside the latest design) |
+//! | `valid_transitions` | `MirrorStateChanged`: allowed by the design, state epoch rises |
+//! | `failback_converges` | end of run ([`MirrorChecker::check_failback`]) |
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mirror_core::broker::partition::Partition;
+use mirror_core::broker::{Broker, Event, TruncationCause};
+use mirror_core::log::producer_state::ProducerStateManager;
+use mirror_core::mirror::{Design, MirrorPartitionState as S, Preset, is_valid_transition};
+use mirror_core::protocol::{ClusterIdx, NodeId};
+use mirror_core::record::{ControlRecord, RecordBatch};
+use mirror_core::types::{LeaderEpoch, Offset, TopicPartition};
+
+use super::Violation;
+use super::ghost::{Ghost, PartitionKey};
+use super::log_invariants::{NodeMap, with_partition};
+use crate::world::EventCtx;
+
+/// A failback seen so far: the old source `(cluster, tp)` started mirroring from the cluster
+/// that had mirrored from it.
+#[derive(Clone, Debug)]
+struct Failback {
+    /// The old source's leader log when its mirror run entered PREPARING.
+    snapshot: Vec<RecordBatch>,
+    /// Its LEO then.
+    snapshot_leo: Offset,
+    /// `ghost.losses.len()` then: declared losses of the failback come after.
+    losses_before: usize,
+    /// A `MirrorAligned` was seen.
+    aligned: bool,
+    /// MIRRORING was reached after the alignment (a failback proper).
+    mirroring: bool,
+    /// The cluster it mirrors from.
+    new_source: Option<ClusterIdx>,
+    /// Lowest offset a mirror truncation cut the old source to since PREPARING.
+    min_truncated_to: Option<Offset>,
+}
+
+/// What the failback validation found for one partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailbackReport {
+    /// The old source (now destination) partition, `cluster:topic-partition`.
+    pub partition: String,
+    /// The cluster it fails back from.
+    pub new_source: ClusterIdx,
+    /// First offset where the old source's log at failback start differs from the final log
+    /// (its LEO then if nothing differs).
+    pub divergence_offset: i64,
+    /// Records (offsets) of the old source's log at failback start from the divergence offset
+    /// on: its tail beyond the LME boundary, dropped.
+    pub records_dropped: i64,
+    /// Offsets of that log removed by mirror truncations (>= `records_dropped`; more when the
+    /// design truncates records the source also has, which are then fetched again).
+    pub records_truncated: i64,
+    /// Declared data-loss events on the old source since the failback started.
+    pub declared_losses: usize,
+    /// Committed batches those declared losses removed from the ghost history.
+    pub declared_batches: usize,
+}
+
+/// Mirror checker state (kept by [`super::log_invariants::Checker`]).
+#[derive(Clone, Debug, Default)]
+pub struct MirrorChecker {
+    /// Last persisted state and state epoch per destination partition.
+    states: BTreeMap<PartitionKey, (S, i32)>,
+    /// The LME recorded at stop and the LEO then.
+    lme: BTreeMap<PartitionKey, (LeaderEpoch, Offset)>,
+    /// Offset of the `MIRROR_PID_RESET` appended at stop.
+    pid_reset: BTreeMap<PartitionKey, Offset>,
+    /// Source partitions some destination mirrored.
+    sources: BTreeSet<PartitionKey>,
+    /// Failbacks, by the old source partition.
+    failbacks: BTreeMap<PartitionKey, Failback>,
+    /// Results of the last [`MirrorChecker::check_failback`].
+    pub failback_reports: Vec<FailbackReport>,
+}
+
+fn lock(
+    m: &std::sync::Mutex<crate::kafka::SimNode>,
+) -> std::sync::MutexGuard<'_, crate::kafka::SimNode> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs `f` on a node's broker, if it is one.
+fn with_broker<R>(nodes: &NodeMap, node: NodeId, f: impl FnOnce(&Broker) -> R) -> Option<R> {
+    let arc = nodes.get(&node)?;
+    let guard = lock(arc);
+    guard.as_broker().map(f)
+}
+
+/// The batch starting at `base` in a replica's log.
+fn batch_at(p: &Partition, base: Offset) -> Option<RecordBatch> {
+    p.log
+        .batch_containing(base)
+        .filter(|b| b.base_offset() == base)
+        .cloned()
+}
+
+impl MirrorChecker {
+    /// The last persisted mirror state of a destination partition seen in events.
+    #[must_use]
+    pub fn state(&self, cluster: ClusterIdx, tp: &TopicPartition) -> Option<S> {
+        self.states.get(&(cluster, tp.clone())).map(|s| s.0)
+    }
+
+    /// Checks the mirror invariants an event may have affected.
+    pub fn on_event(
+        &mut self,
+        ctx: &EventCtx,
+        event: &Event,
+        ghost: &Ghost,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let node = ctx.node;
+        let cluster = node.cluster;
+        match event {
+            Event::MirrorStateChanged {
+                tp,
+                from,
+                to,
+                state_epoch,
+                ..
+            } => self.on_state_changed(node, tp, *from, *to, *state_epoch, ghost, nodes, name),
+            Event::MirrorLastMirroredEpoch {
+                tp,
+                last_mirrored_epoch,
+                log_end_offset,
+            } => {
+                self.lme.insert(
+                    (cluster, tp.clone()),
+                    (*last_mirrored_epoch, *log_end_offset),
+                );
+                Ok(())
+            }
+            Event::MirrorAligned { tp, .. } => {
+                if let Some(f) = self.failbacks.get_mut(&(cluster, tp.clone())) {
+                    f.aligned = true;
+                }
+                Ok(())
+            }
+            Event::MirrorAppended {
+                tp,
+                base_offset,
+                last_offset,
+                ..
+            } => self.on_mirror_appended(node, tp, *base_offset, *last_offset, ghost, nodes, name),
+            Event::Appended {
+                tp,
+                base_offset,
+                epoch,
+                as_leader,
+                ..
+            } => self.on_appended(node, tp, *base_offset, *epoch, *as_leader, nodes, name),
+            Event::HighWatermarkChanged { tp, high_watermark } => {
+                if self.state(cluster, tp) != Some(S::Mirroring) {
+                    return Ok(());
+                }
+                self.check_not_ahead(node, tp, *high_watermark, ghost, nodes, name)
+            }
+            Event::Truncated {
+                tp,
+                to,
+                cause: TruncationCause::Mirror,
+                ..
+            }
+            | Event::TruncatedFully {
+                tp,
+                start: to,
+                cause: TruncationCause::Mirror,
+                ..
+            } => {
+                if let Some(f) = self.failbacks.get_mut(&(cluster, tp.clone())) {
+                    f.min_truncated_to = Some(f.min_truncated_to.map_or(*to, |m| m.min(*to)));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_state_changed(
+        &mut self,
+        node: NodeId,
+        tp: &TopicPartition,
+        from: S,
+        to: S,
+        state_epoch: i32,
+        ghost: &Ghost,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let key = (node.cluster, tp.clone());
+        let design = with_broker(nodes, node, |b| b.config().mirror_design).unwrap_or_default();
+        let prev = self.states.get(&key).map(|s| s.1);
+        self.states.insert(key.clone(), (to, state_epoch));
+        if let Some(d) = transition_violation(&design, prev, from, to, state_epoch) {
+            return Err(Violation::new(
+                "valid_transitions",
+                name(node),
+                Some(tp),
+                None,
+                d,
+            ));
+        }
+        match to {
+            S::Preparing => {
+                // A new mirroring cycle: the stop bookkeeping of an earlier one is over.
+                self.lme.remove(&key);
+                self.pid_reset.remove(&key);
+                if self.sources.contains(&key) {
+                    // This cluster was a source of the partition: a failback starts.
+                    let snapshot = with_partition(nodes, node, tp, |p| {
+                        (p.log.batches().cloned().collect(), p.log.log_end_offset())
+                    });
+                    if let Some((snapshot, snapshot_leo)) = snapshot {
+                        self.failbacks.insert(
+                            key,
+                            Failback {
+                                snapshot,
+                                snapshot_leo,
+                                losses_before: ghost.losses.len(),
+                                aligned: false,
+                                mirroring: false,
+                                new_source: None,
+                                min_truncated_to: None,
+                            },
+                        );
+                    }
+                }
+                Ok(())
+            }
+            S::Mirroring => {
+                let source = with_broker(nodes, node, |b| b.mirror_source_cluster(tp)).flatten();
+                if let Some(s) = source {
+                    self.sources.insert((s, tp.clone()));
+                }
+                if let Some(f) = self.failbacks.get_mut(&key)
+                    && f.aligned
+                {
+                    f.mirroring = true;
+                    f.new_source = source;
+                }
+                Ok(())
+            }
+            S::Stopped => self.check_stopped(node, tp, &design, nodes, name),
+            _ => Ok(()),
+        }
+    }
+
+    /// STOPPED on the leader: no hanging transaction, no stale producer.
+    fn check_stopped(
+        &self,
+        node: NodeId,
+        tp: &TopicPartition,
+        design: &Design,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let latest = design.preset() == Preset::Latest;
+        let hanging = with_partition(nodes, node, tp, |p| {
+            let log = &p.log;
+            hanging_txn_violation(
+                log.last_stable_offset(),
+                log.high_watermark(),
+                log.log_end_offset(),
+                log.producer_state().ongoing_txns().len(),
+                latest,
+            )
+        })
+        .flatten();
+        if let Some((o, d)) = hanging {
+            return Err(Violation::new(
+                "no_hanging_txn_after_stop",
+                name(node),
+                Some(tp),
+                Some(o),
+                d,
+            ));
+        }
+        self.check_producers(node, tp, true, nodes, name)
+    }
+
+    /// The PID barrier of a stopped partition: the `MIRROR_PID_RESET` offset, else the LEO
+    /// when the LME was recorded (where the reset belongs).
+    fn pid_barrier(&self, key: &PartitionKey) -> Option<Offset> {
+        self.pid_reset
+            .get(key)
+            .copied()
+            .or_else(|| self.lme.get(key).map(|l| l.1))
+    }
+
+    fn check_producers(
+        &self,
+        node: NodeId,
+        tp: &TopicPartition,
+        at_stop: bool,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let key = (node.cluster, tp.clone());
+        let Some(barrier) = self.pid_barrier(&key) else {
+            return Ok(());
+        };
+        let stale = with_partition(nodes, node, tp, |p| {
+            // A replica that has not reached the barrier yet still holds mirrored producers.
+            if p.log.log_end_offset() <= barrier {
+                return None;
+            }
+            stale_producer(p.log.producer_state(), barrier, at_stop)
+        })
+        .flatten();
+        match stale {
+            Some((o, d)) => Err(Violation::new(
+                "pid_reset_after_stop",
+                name(node),
+                Some(tp),
+                o,
+                d,
+            )),
+            None => Ok(()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_mirror_appended(
+        &mut self,
+        node: NodeId,
+        tp: &TopicPartition,
+        base: Offset,
+        last: Offset,
+        ghost: &Ghost,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let Some(source) = with_broker(nodes, node, |b| b.mirror_source_cluster(tp)).flatten()
+        else {
+            return Err(Violation::new(
+                "mirror_prefix",
+                name(node),
+                Some(tp),
+                Some(base),
+                "mirrored a batch but the partition has no mirror source",
+            ));
+        };
+        self.sources.insert((source, tp.clone()));
+        let batch = with_partition(nodes, node, tp, |p| batch_at(p, base)).flatten();
+        let Some(batch) = batch else {
+            // Gone already (truncated in the same step): nothing left to compare.
+            return Ok(());
+        };
+        if batch.last_offset() != last {
+            return Err(Violation::new(
+                "mirror_prefix",
+                name(node),
+                Some(tp),
+                Some(base),
+                format!(
+                    "mirrored batch ends at {} but the event said {last}",
+                    batch.last_offset()
+                ),
+            ));
+        }
+        if let Some(d) = mirrored_batch_violation(ghost, source, tp, &batch) {
+            return Err(Violation::new(
+                "mirror_prefix",
+                name(node),
+                Some(tp),
+                Some(base),
+                d,
+            ));
+        }
+        if self.state(node.cluster, tp) == Some(S::Mirroring) {
+            let hw = with_partition(nodes, node, tp, |p| p.log.high_watermark());
+            if let Some(hw) = hw {
+                return self.check_not_ahead(node, tp, hw, ghost, nodes, name);
+            }
+        }
+        Ok(())
+    }
+
+    fn check_not_ahead(
+        &self,
+        node: NodeId,
+        tp: &TopicPartition,
+        hw: Offset,
+        ghost: &Ghost,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let Some((source, is_leader)) = with_broker(nodes, node, |b| {
+            (
+                b.mirror_source_cluster(tp),
+                b.partition(tp).is_some_and(Partition::is_leader),
+            )
+        }) else {
+            return Ok(());
+        };
+        let Some(source) = source.filter(|_| is_leader) else {
+            return Ok(());
+        };
+        let r = with_partition(nodes, node, tp, |p| {
+            exposed_beyond_source(ghost, source, tp, p.log.batches(), hw)
+        })
+        .flatten();
+        match r {
+            Some((o, d)) => Err(Violation::new(
+                "mirror_not_ahead_of_source",
+                name(node),
+                Some(tp),
+                Some(o),
+                d,
+            )),
+            None => Ok(()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_appended(
+        &mut self,
+        node: NodeId,
+        tp: &TopicPartition,
+        base: Offset,
+        epoch: LeaderEpoch,
+        as_leader: bool,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let key = (node.cluster, tp.clone());
+        let state = self.state(node.cluster, tp);
+        if as_leader {
+            let (batch, has_run) = with_broker(nodes, node, |b| {
+                (
+                    b.partition(tp).and_then(|p| batch_at(p, base)),
+                    b.mirror_runs().contains_key(tp),
+                )
+            })
+            .unwrap_or((None, false));
+            let control = batch.as_ref().and_then(RecordBatch::control_record);
+            if control == Some(ControlRecord::MirrorPidReset)
+                && matches!(state, Some(S::Stopping | S::Stopped))
+            {
+                self.pid_reset.insert(key.clone(), base);
+            }
+            if let Some(d) = read_only_violation(state, has_run, control) {
+                return Err(Violation::new(
+                    "read_only_until_stopped",
+                    name(node),
+                    Some(tp),
+                    Some(base),
+                    d,
+                ));
+            }
+            if matches!(state, Some(S::Stopping | S::Stopped))
+                && let Some((lme, _)) = self.lme.get(&key)
+                && let Some(d) = epoch_violation(*lme, epoch)
+            {
+                return Err(Violation::new(
+                    "epoch_above_lme_after_stop",
+                    name(node),
+                    Some(tp),
+                    Some(base),
+                    d,
+                ));
+            }
+        }
+        if state == Some(S::Stopped) {
+            return self.check_producers(node, tp, false, nodes, name);
+        }
+        Ok(())
+    }
+
+    /// End-of-run validation (scenarios §5.6): every partition that was failed back (its
+    /// mirror run on the old source reached MIRRORING after a `MirrorAligned`) and still
+    /// mirrors has a log identical to its new source's from the later log start, and the
+    /// records the old source dropped (its tail beyond the LME boundary) are covered by
+    /// declared losses. Fills [`MirrorChecker::failback_reports`].
+    pub fn check_failback(
+        &mut self,
+        ghost: &Ghost,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let mut reports = Vec::new();
+        for ((cluster, tp), f) in &self.failbacks {
+            if !f.mirroring || self.state(*cluster, tp) != Some(S::Mirroring) {
+                continue; // not failed back, or stopped again since
+            }
+            let Some(source) = f.new_source else {
+                continue;
+            };
+            let (Some(old_leader), Some(new_leader)) =
+                (leader_of(nodes, *cluster, tp), leader_of(nodes, source, tp))
+            else {
+                continue; // offline at the end: nothing to compare
+            };
+            let log = |n: NodeId| {
+                with_partition(nodes, n, tp, |p| {
+                    (
+                        p.log.log_start_offset(),
+                        p.log.batches().cloned().collect::<Vec<_>>(),
+                    )
+                })
+                .unwrap_or((Offset(0), Vec::new()))
+            };
+            let (old_start, old_log) = log(old_leader);
+            let (new_start, new_log) = log(new_leader);
+            let partition = format!("{}:{tp}", cluster.0);
+            let losses: Vec<(i64, usize)> = ghost.losses[f.losses_before.min(ghost.losses.len())..]
+                .iter()
+                .filter(|l| l.partition == partition)
+                .map(|l| (l.from_offset, l.batches))
+                .collect();
+            let input = FailbackInput {
+                snapshot: &f.snapshot,
+                snapshot_leo: f.snapshot_leo,
+                old_start,
+                old_log: &old_log,
+                new_start,
+                new_log: &new_log,
+                min_truncated_to: f.min_truncated_to,
+                losses: &losses,
+            };
+            match failback_outcome(&input) {
+                Ok(mut r) => {
+                    r.partition = partition;
+                    r.new_source = source;
+                    reports.push(r);
+                }
+                Err((o, d)) => {
+                    self.failback_reports = reports;
+                    return Err(Violation::new(
+                        "failback_converges",
+                        name(old_leader),
+                        Some(tp),
+                        o,
+                        format!("failback from cluster {}: {d}", source.0),
+                    ));
+                }
+            }
+        }
+        self.failback_reports = reports;
+        Ok(())
+    }
+}
+
+fn leader_of(nodes: &NodeMap, cluster: ClusterIdx, tp: &TopicPartition) -> Option<NodeId> {
+    nodes.keys().copied().find(|n| {
+        n.cluster == cluster && with_partition(nodes, *n, tp, Partition::is_leader).unwrap_or(false)
+    })
+}
+
+// ------------------------------------------------------------------ pure rules (unit-tested)
+
+/// `valid_transitions`: the transition is allowed by the design and the state epoch rose.
+#[must_use]
+pub fn transition_violation(
+    design: &Design,
+    prev_state_epoch: Option<i32>,
+    from: S,
+    to: S,
+    state_epoch: i32,
+) -> Option<String> {
+    if !is_valid_transition(design, from, to) {
+        return Some(format!("{from} -> {to} is not allowed in design {design}"));
+    }
+    match prev_state_epoch {
+        Some(prev) if state_epoch <= prev => Some(format!(
+            "state epoch went from {prev} to {state_epoch} ({from} -> {to})"
+        )),
+        _ => None,
+    }
+}
+
+/// `mirror_prefix`: a mirrored batch equals the source's committed batch at its offset, or a
+/// batch committed there before a declared source loss.
+#[must_use]
+pub fn mirrored_batch_violation(
+    ghost: &Ghost,
+    source: ClusterIdx,
+    tp: &TopicPartition,
+    batch: &RecordBatch,
+) -> Option<String> {
+    let base = batch.base_offset();
+    let Some(g) = ghost.partitions.get(&(source, tp.clone())) else {
+        return Some(format!(
+            "mirrored batch [{base}, {}] but source cluster {} has no committed history",
+            batch.last_offset(),
+            source.0
+        ));
+    };
+    match g.committed.get(&base) {
+        Some(c) if c == batch => None,
+        _ if g.was_cut(batch) => None,
+        Some(c) => Some(format!(
+            "mirrored batch [{base}, {}] epoch {} differs from source cluster {}'s committed batch [{base}, {}] epoch {}",
+            batch.last_offset(),
+            batch.partition_leader_epoch(),
+            source.0,
+            c.last_offset(),
+            c.partition_leader_epoch()
+        )),
+        None => Some(format!(
+            "mirrored batch [{base}, {}] epoch {} is not in source cluster {}'s committed history (source true HW {})",
+            batch.last_offset(),
+            batch.partition_leader_epoch(),
+            source.0,
+            g.true_hw
+        )),
+    }
+}
+
+/// `mirror_not_ahead_of_source`: the destination's batches below `hw` and at or above the
+/// source's true HW must be batches the source committed before a declared loss.
+pub fn exposed_beyond_source<'a>(
+    ghost: &Ghost,
+    source: ClusterIdx,
+    tp: &TopicPartition,
+    dest_batches: impl Iterator<Item = &'a RecordBatch>,
+    hw: Offset,
+) -> Option<(Offset, String)> {
+    let g = ghost.partitions.get(&(source, tp.clone()));
+    let src_hw = g.map_or(Offset(0), |g| g.true_hw);
+    if hw <= src_hw {
+        return None;
+    }
+    for b in dest_batches.filter(|b| b.last_offset() >= src_hw && b.base_offset() < hw) {
+        if !g.is_some_and(|g| g.was_cut(b)) {
+            let o = b.base_offset().max(src_hw);
+            return Some((
+                o,
+                format!(
+                    "HW {hw} exposes offset {o} but source cluster {}'s true HW is {src_hw}",
+                    source.0
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// `read_only_until_stopped`: a leader append on a partition in mirror state `state` (`None`:
+/// no transition seen yet; `has_run`: the broker treats it as a mirror partition) is allowed
+/// only when STOPPED, or when it is the broker's own control batch.
+#[must_use]
+pub fn read_only_violation(
+    state: Option<S>,
+    has_run: bool,
+    control: Option<ControlRecord>,
+) -> Option<String> {
+    let read_only = match state {
+        Some(s) => s != S::Stopped,
+        None => has_run,
+    };
+    if !read_only {
+        return None;
+    }
+    match control {
+        Some(ControlRecord::MirrorPidReset | ControlRecord::EndTxn { commit: false, .. }) => None,
+        _ => Some(format!(
+            "leader append while the mirror state is {}{}",
+            state.map_or_else(|| "UNKNOWN".to_string(), |s| s.to_string()),
+            match control {
+                Some(c) => format!(" (control {c:?})"),
+                None => String::new(),
+            }
+        )),
+    }
+}
+
+/// `epoch_above_lme_after_stop`.
+#[must_use]
+pub fn epoch_violation(lme: LeaderEpoch, epoch: LeaderEpoch) -> Option<String> {
+    (epoch <= lme).then(|| {
+        format!("leader-appended batch epoch {epoch} is not above the last mirrored epoch {lme}")
+    })
+}
+
+/// `pid_reset_after_stop`: a producer entry whose last batch is below the barrier. At the
+/// STOPPED transition any entry without a batch is stale too (the reset expired everything).
+#[must_use]
+pub fn stale_producer(
+    ps: &ProducerStateManager,
+    barrier: Offset,
+    at_stop: bool,
+) -> Option<(Option<Offset>, String)> {
+    ps.active_producers().iter().find_map(|(pid, e)| {
+        let stale = match e.last_data_offset() {
+            Some(o) => o < barrier,
+            None => at_stop,
+        };
+        stale.then(|| {
+            (
+                e.last_data_offset(),
+                format!(
+                    "producer {pid} (epoch {}, last seq {}) survives the PID barrier at {barrier} (the MIRROR_PID_RESET, or the LEO when the LME was recorded): last batch at {:?}",
+                    e.producer_epoch,
+                    e.last_seq(),
+                    e.last_data_offset()
+                ),
+            )
+        })
+    })
+}
+
+/// `no_hanging_txn_after_stop`: LSO == HW, no open transaction, and (except the latest
+/// design, whose ABORT markers end the transactions without truncating) HW == LEO.
+#[must_use]
+pub fn hanging_txn_violation(
+    lso: Offset,
+    hw: Offset,
+    leo: Offset,
+    ongoing: usize,
+    latest: bool,
+) -> Option<(Offset, String)> {
+    if lso != hw || ongoing > 0 {
+        return Some((
+            lso,
+            format!("STOPPED with LSO {lso} HW {hw} LEO {leo} and {ongoing} open transaction(s)"),
+        ));
+    }
+    if !latest && hw != leo {
+        return Some((
+            hw,
+            format!("STOPPED with HW {hw} below LEO {leo}: the stop did not cut to a stable end"),
+        ));
+    }
+    None
+}
+
+/// The data the failback validation works on.
+#[derive(Clone, Copy, Debug)]
+pub struct FailbackInput<'a> {
+    /// The old source's leader log when the failback entered PREPARING.
+    pub snapshot: &'a [RecordBatch],
+    /// Its LEO then.
+    pub snapshot_leo: Offset,
+    /// The old source's final log start.
+    pub old_start: Offset,
+    /// The old source's final leader log.
+    pub old_log: &'a [RecordBatch],
+    /// The new source's final log start.
+    pub new_start: Offset,
+    /// The new source's final leader log.
+    pub new_log: &'a [RecordBatch],
+    /// Lowest offset a mirror truncation cut the old source to during the failback.
+    pub min_truncated_to: Option<Offset>,
+    /// Declared losses on the old source since the failback started: `(from, batches)`.
+    pub losses: &'a [(i64, usize)],
+}
+
+/// `failback_converges` on one partition: the logs agree from the later log start, and
+/// every dropped record is a declared loss. The error carries the offset and detail.
+pub fn failback_outcome(i: &FailbackInput<'_>) -> Result<FailbackReport, (Option<Offset>, String)> {
+    let start = i.old_start.max(i.new_start);
+    let old: Vec<&RecordBatch> = i
+        .old_log
+        .iter()
+        .filter(|b| b.base_offset() >= start)
+        .collect();
+    let new: Vec<&RecordBatch> = i
+        .new_log
+        .iter()
+        .filter(|b| b.base_offset() >= start)
+        .collect();
+    if old != new {
+        let at = old
+            .iter()
+            .zip(new.iter())
+            .find(|(a, b)| a != b)
+            .map(|(a, b)| a.base_offset().min(b.base_offset()))
+            .or_else(|| {
+                let n = old.len().min(new.len());
+                old.get(n).or(new.get(n)).map(|b| b.base_offset())
+            });
+        return Err((
+            at,
+            format!(
+                "logs differ from offset {at:?} (log start {start}): old source has {} batches to LEO {}, new source {} batches to LEO {}",
+                old.len(),
+                old.last().map_or(start, |b| b.last_offset().plus(1)),
+                new.len(),
+                new.last().map_or(start, |b| b.last_offset().plus(1)),
+            ),
+        ));
+    }
+    let final_by_base: BTreeMap<Offset, &RecordBatch> =
+        i.new_log.iter().map(|b| (b.base_offset(), b)).collect();
+    let divergence = i
+        .snapshot
+        .iter()
+        .filter(|b| b.base_offset() >= start)
+        .find(|b| final_by_base.get(&b.base_offset()) != Some(b))
+        .map_or(i.snapshot_leo, RecordBatch::base_offset);
+    let dropped = (i.snapshot_leo.0 - divergence.0).max(0);
+    let truncated = i
+        .min_truncated_to
+        .map_or(0, |t| (i.snapshot_leo.0 - t.0).max(0));
+    let lowest_declared = i.losses.iter().map(|l| l.0).min();
+    if dropped > 0 {
+        match i.min_truncated_to {
+            Some(t) if t <= divergence => {}
+            other => {
+                return Err((
+                    Some(divergence),
+                    format!(
+                        "the old source's tail from {divergence} ({dropped} records) was never truncated by the mirror (lowest truncation {other:?})"
+                    ),
+                ));
+            }
+        }
+    }
+    if truncated > 0 {
+        let t = i.min_truncated_to.unwrap_or(divergence);
+        if lowest_declared.is_none_or(|d| d > t.0) {
+            return Err((
+                Some(t),
+                format!(
+                    "{truncated} records truncated from {t} but the lowest declared loss is {lowest_declared:?}"
+                ),
+            ));
+        }
+    }
+    Ok(FailbackReport {
+        partition: String::new(),
+        new_source: ClusterIdx(0),
+        divergence_offset: divergence.0,
+        records_dropped: dropped,
+        records_truncated: truncated,
+        declared_losses: i.losses.len(),
+        declared_batches: i.losses.iter().map(|l| l.1).sum(),
+    })
+}

@@ -1,0 +1,311 @@
+//! Teeth of the mirror checkers' rules, on hand-built inputs: each rule reports the broken
+//! case and accepts the correct one. (The event glue runs in `sim/tests/mirror_checkers.rs`
+//! against real brokers with the design ablations.)
+
+use mirror_core::log::producer_state::{AppendOrigin, ProducerStateManager};
+use mirror_core::mirror::{Design, MirrorPartitionState as S};
+use mirror_core::protocol::ClusterIdx;
+use mirror_core::record::{BatchBuilder, ControlRecord, RecordBatch, SimpleRecord};
+use mirror_core::types::{
+    LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TopicPartition,
+};
+
+use super::ghost::Ghost;
+use super::mirror::{
+    FailbackInput, epoch_violation, exposed_beyond_source, failback_outcome, hanging_txn_violation,
+    mirrored_batch_violation, read_only_violation, stale_producer, transition_violation,
+};
+
+const SRC: ClusterIdx = ClusterIdx(0);
+
+fn tp() -> TopicPartition {
+    TopicPartition::new("orders", 0)
+}
+
+fn batch(base: i64, n: usize, epoch: i32, tag: &str) -> RecordBatch {
+    let recs: Vec<SimpleRecord> = (0..n)
+        .map(|i| SimpleRecord::value(i as i64, format!("{tag}-{i}")))
+        .collect();
+    BatchBuilder::new()
+        .base_offset(Offset(base))
+        .leader_epoch(LeaderEpoch(epoch))
+        .build(&recs)
+}
+
+/// A ghost whose source partition committed `batches` (true HW = end of the last).
+fn ghost_with(batches: &[RecordBatch]) -> Ghost {
+    let mut g = Ghost::default();
+    let p = g.partition(SRC, &tp());
+    for b in batches {
+        p.committed.insert(b.base_offset(), b.clone());
+        p.true_hw = b.last_offset().plus(1);
+    }
+    g
+}
+
+#[test]
+fn valid_transitions_rejects_disallowed_moves_and_non_rising_state_epochs() {
+    let seed = Design::default();
+    assert_eq!(
+        transition_violation(&seed, None, S::Unknown, S::Preparing, 1),
+        None
+    );
+    assert_eq!(
+        transition_violation(&seed, Some(1), S::Preparing, S::Mirroring, 2),
+        None
+    );
+    // STOPPED -> MIRRORING skips PREPARING (no LME alignment): not allowed.
+    let d = transition_violation(&seed, Some(4), S::Stopped, S::Mirroring, 5).unwrap();
+    assert!(d.contains("not allowed"), "{d}");
+    // MIRRORING -> STOPPED skips STOPPING (no stop plan).
+    assert!(transition_violation(&seed, Some(2), S::Mirroring, S::Stopped, 3).is_some());
+    // A latest-only state in the seed design.
+    assert!(transition_violation(&seed, Some(2), S::Mirroring, S::EpochFencing, 3).is_some());
+    // The state epoch must strictly rise.
+    let d = transition_violation(&seed, Some(3), S::Mirroring, S::Stopping, 3).unwrap();
+    assert!(d.contains("state epoch"), "{d}");
+    assert!(transition_violation(&seed, Some(3), S::Mirroring, S::Stopping, 2).is_some());
+}
+
+#[test]
+fn mirror_prefix_rejects_a_batch_that_differs_from_or_is_missing_in_the_source_history() {
+    let a = batch(0, 3, 0, "a");
+    let g = ghost_with(std::slice::from_ref(&a));
+    assert_eq!(mirrored_batch_violation(&g, SRC, &tp(), &a), None);
+    // Same offset, different bytes (a value changed).
+    let forged = batch(0, 3, 0, "x");
+    let d = mirrored_batch_violation(&g, SRC, &tp(), &forged).unwrap();
+    assert!(d.contains("differs"), "{d}");
+    // Same records, different epoch: the header must match byte for byte too.
+    assert!(mirrored_batch_violation(&g, SRC, &tp(), &batch(0, 3, 1, "a")).is_some());
+    // Beyond the source's committed history (an uncommitted source batch).
+    let ahead = batch(3, 2, 0, "b");
+    let d = mirrored_batch_violation(&g, SRC, &tp(), &ahead).unwrap();
+    assert!(d.contains("not in source"), "{d}");
+    // A source with no history at all.
+    assert!(mirrored_batch_violation(&Ghost::default(), SRC, &tp(), &a).is_some());
+}
+
+#[test]
+fn mirror_prefix_accepts_a_batch_cut_by_a_declared_source_loss_only() {
+    let a = batch(0, 2, 0, "a");
+    let b = batch(2, 2, 0, "b");
+    let mut g = ghost_with(&[a.clone(), b.clone()]);
+    // Source unclean election: history from 2 is gone, a new batch takes its place.
+    g.partition(SRC, &tp()).cut_from(Offset(2));
+    let b2 = batch(2, 1, 1, "b2");
+    g.partition(SRC, &tp())
+        .committed
+        .insert(Offset(2), b2.clone());
+    // The mirror fetched `b` before the loss: declared, accepted.
+    assert_eq!(mirrored_batch_violation(&g, SRC, &tp(), &b), None);
+    assert_eq!(mirrored_batch_violation(&g, SRC, &tp(), &b2), None);
+    // A batch that was never committed anywhere is still refused.
+    assert!(mirrored_batch_violation(&g, SRC, &tp(), &batch(2, 2, 0, "zz")).is_some());
+}
+
+#[test]
+fn not_ahead_of_source_rejects_a_destination_hw_above_the_source_true_hw() {
+    let a = batch(0, 3, 0, "a");
+    let b = batch(3, 2, 0, "b");
+    let g = ghost_with(std::slice::from_ref(&a)); // source true HW 3
+    let dest = [a.clone(), b.clone()];
+    assert_eq!(
+        exposed_beyond_source(&g, SRC, &tp(), dest.iter(), Offset(3)),
+        None
+    );
+    let (o, d) = exposed_beyond_source(&g, SRC, &tp(), dest.iter(), Offset(5)).unwrap();
+    assert_eq!(o, Offset(3));
+    assert!(d.contains("true HW is 3"), "{d}");
+    // After a declared source loss, offsets the source once committed may stay exposed until
+    // the mirror diverges.
+    let mut g = ghost_with(&[a.clone(), b.clone()]);
+    g.partition(SRC, &tp()).cut_from(Offset(3));
+    assert_eq!(
+        exposed_beyond_source(&g, SRC, &tp(), dest.iter(), Offset(5)),
+        None
+    );
+}
+
+#[test]
+fn read_only_rejects_client_data_before_stopped_but_not_the_brokers_control_batches() {
+    for s in [
+        S::Preparing,
+        S::Mirroring,
+        S::Pausing,
+        S::Paused,
+        S::Stopping,
+        S::Failed,
+    ] {
+        let d = read_only_violation(Some(s), true, None).unwrap();
+        assert!(d.contains(&s.to_string()), "{d}");
+        // The stop plan's own control batches.
+        assert_eq!(
+            read_only_violation(Some(s), true, Some(ControlRecord::MirrorPidReset)),
+            None
+        );
+        assert_eq!(
+            read_only_violation(Some(s), true, Some(ControlRecord::abort(-1))),
+            None
+        );
+        // A COMMIT marker is a client transaction's: refused.
+        assert!(read_only_violation(Some(s), true, Some(ControlRecord::commit(0))).is_some());
+    }
+    assert_eq!(read_only_violation(Some(S::Stopped), true, None), None);
+    // A mirror partition whose run has not read its state yet (UNKNOWN) is read-only too.
+    assert!(read_only_violation(None, true, None).is_some());
+    // Not a mirror partition.
+    assert_eq!(read_only_violation(None, false, None), None);
+}
+
+#[test]
+fn epoch_above_lme_rejects_an_epoch_at_or_below_the_lme() {
+    assert!(epoch_violation(LeaderEpoch(3), LeaderEpoch(3)).is_some());
+    assert!(epoch_violation(LeaderEpoch(3), LeaderEpoch(1)).is_some());
+    assert_eq!(epoch_violation(LeaderEpoch(3), LeaderEpoch(4)), None);
+    assert_eq!(epoch_violation(LeaderEpoch(-1), LeaderEpoch(0)), None);
+}
+
+#[test]
+fn pid_reset_rejects_a_mirrored_producer_that_survives_the_barrier() {
+    let mut ps = ProducerStateManager::new(86_400_000);
+    let b = BatchBuilder::idempotent(ProducerId(42), ProducerEpoch(0), Sequence(0))
+        .base_offset(Offset(0))
+        .leader_epoch(LeaderEpoch(0))
+        .build(&[SimpleRecord::value(0, "v0"), SimpleRecord::value(0, "v1")]);
+    ps.apply_batch(&b, AppendOrigin::Replication);
+    // Barrier at 2 (the MIRROR_PID_RESET offset): the entry (last batch at 1) is stale.
+    let (o, d) = stale_producer(&ps, Offset(2), true).unwrap();
+    assert_eq!(o, Some(Offset(1)));
+    assert!(d.contains("producer 42"), "{d}");
+    // Applying the reset clears it.
+    let reset = BatchBuilder::new()
+        .base_offset(Offset(2))
+        .leader_epoch(LeaderEpoch(1))
+        .build_control(ControlRecord::MirrorPidReset, 0);
+    ps.apply_batch(&reset, AppendOrigin::Coordinator);
+    assert_eq!(stale_producer(&ps, Offset(2), true), None);
+    // A producer writing after the barrier is fine.
+    let after = BatchBuilder::idempotent(ProducerId(42), ProducerEpoch(0), Sequence(0))
+        .base_offset(Offset(3))
+        .leader_epoch(LeaderEpoch(1))
+        .build(&[SimpleRecord::value(0, "w")]);
+    ps.apply_batch(&after, AppendOrigin::Client);
+    assert_eq!(stale_producer(&ps, Offset(2), false), None);
+}
+
+#[test]
+fn no_hanging_txn_rejects_an_open_transaction_or_an_unstable_end_at_stop() {
+    assert_eq!(
+        hanging_txn_violation(Offset(5), Offset(5), Offset(5), 0, false),
+        None
+    );
+    // An open transaction from the mirror cut: LSO stuck below the HW.
+    let (o, d) = hanging_txn_violation(Offset(3), Offset(5), Offset(5), 1, false).unwrap();
+    assert_eq!(o, Offset(3));
+    assert!(d.contains("open transaction"), "{d}");
+    assert!(hanging_txn_violation(Offset(3), Offset(5), Offset(5), 1, true).is_some());
+    // Seed: the stop cuts to a stable end, so HW == LEO.
+    assert!(hanging_txn_violation(Offset(5), Offset(5), Offset(7), 0, false).is_some());
+    // Latest: ABORT markers end transactions without truncation; only LSO == HW is required.
+    assert_eq!(
+        hanging_txn_violation(Offset(5), Offset(5), Offset(7), 0, true),
+        None
+    );
+}
+
+/// The failback of the end-to-end test: the old source kept `d` (2 records at 24) that were
+/// never mirrored; the new source has the PID reset at 24 and `c` after it.
+fn failback_logs() -> (Vec<RecordBatch>, Vec<RecordBatch>) {
+    let prefix = batch(0, 24, 0, "a");
+    let old_tail = batch(24, 2, 0, "d");
+    let reset = BatchBuilder::new()
+        .base_offset(Offset(24))
+        .leader_epoch(LeaderEpoch(2))
+        .build_control(ControlRecord::MirrorPidReset, 0);
+    let c = batch(25, 3, 2, "c");
+    (vec![prefix.clone(), old_tail], vec![prefix, reset, c])
+}
+
+#[test]
+fn failback_converges_reports_the_dropped_tail_as_the_declared_loss() {
+    let (snapshot, final_log) = failback_logs();
+    let losses = [(24, 1)];
+    let i = FailbackInput {
+        snapshot: &snapshot,
+        snapshot_leo: Offset(26),
+        old_start: Offset(0),
+        old_log: &final_log,
+        new_start: Offset(0),
+        new_log: &final_log,
+        min_truncated_to: Some(Offset(24)),
+        losses: &losses,
+    };
+    let r = failback_outcome(&i).unwrap();
+    assert_eq!(r.divergence_offset, 24);
+    assert_eq!(r.records_dropped, 2);
+    assert_eq!(r.records_truncated, 2);
+    assert_eq!((r.declared_losses, r.declared_batches), (1, 1));
+}
+
+#[test]
+fn failback_converges_rejects_diverged_logs_undeclared_drops_and_a_kept_tail() {
+    let (snapshot, final_log) = failback_logs();
+    let losses = [(24, 1)];
+    let base = FailbackInput {
+        snapshot: &snapshot,
+        snapshot_leo: Offset(26),
+        old_start: Offset(0),
+        old_log: &final_log,
+        new_start: Offset(0),
+        new_log: &final_log,
+        min_truncated_to: Some(Offset(24)),
+        losses: &losses,
+    };
+    // The old source still holds its own tail: the logs differ at 24.
+    let (o, d) = failback_outcome(&FailbackInput {
+        old_log: &snapshot,
+        ..base
+    })
+    .unwrap_err();
+    assert_eq!(o, Some(Offset(24)));
+    assert!(d.contains("logs differ"), "{d}");
+    // The old source lags the new one (a missing batch at the end).
+    assert!(
+        failback_outcome(&FailbackInput {
+            old_log: &final_log[..2],
+            ..base
+        })
+        .is_err()
+    );
+    // Records truncated with no declared loss.
+    let (_, d) = failback_outcome(&FailbackInput {
+        losses: &[],
+        ..base
+    })
+    .unwrap_err();
+    assert!(d.contains("declared loss"), "{d}");
+    // A declared loss above the truncation point does not cover it.
+    assert!(
+        failback_outcome(&FailbackInput {
+            losses: &[(25, 1)],
+            ..base
+        })
+        .is_err()
+    );
+    // The differing tail was replaced without any mirror truncation.
+    let (_, d) = failback_outcome(&FailbackInput {
+        min_truncated_to: None,
+        ..base
+    })
+    .unwrap_err();
+    assert!(d.contains("never truncated"), "{d}");
+    // Comparison starts at the later log start: a retention gap below it is fine.
+    let r = failback_outcome(&FailbackInput {
+        old_start: Offset(24),
+        old_log: &final_log[1..],
+        ..base
+    })
+    .unwrap();
+    assert_eq!(r.records_dropped, 2);
+}
