@@ -196,6 +196,12 @@ impl Broker {
                 .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
         }
         let to = p.log.log_end_offset();
+        // Only KIP-1279 truncates a leader's log (LME alignment, LSO cut at stop): the
+        // leader's epoch start offset cannot stay above the new end, or no follower could
+        // rejoin the ISR (KIP-320 rule 4). Found by mirror chaos (seed 81).
+        if let super::partition::Role::Leader(l) = &mut p.role {
+            l.leader_epoch_start_offset = l.leader_epoch_start_offset.min(to);
+        }
         self.io(io);
         if changed {
             self.emit(Event::Truncated {
@@ -220,6 +226,9 @@ impl Broker {
         };
         let from = p.log.log_end_offset();
         p.log.truncate_fully_and_start_at(start, None);
+        if let super::partition::Role::Leader(l) = &mut p.role {
+            l.leader_epoch_start_offset = start;
+        }
         let mut io = Vec::new();
         p.files.truncate_fully(start, &mut io);
         p.files.write_epoch_checkpoint(&[], &mut io);

@@ -296,6 +296,9 @@ impl Broker {
         let target = match (current, r.desired) {
             (S::Failed, DesiredMirrorState::Stopped) => S::Stopping,
             (S::Failed, _) => S::Failed,
+            // Seed allows STOPPING only from PREPARING/MIRRORING: a stop that overtook a
+            // resume goes through MIRRORING first.
+            (S::Paused, DesiredMirrorState::Stopped) => S::Mirroring,
             (S::Stopped, DesiredMirrorState::Stopped) => S::Stopped,
             (_, DesiredMirrorState::Stopped) => S::Stopping,
             (S::Stopping, _) => S::Stopping,
