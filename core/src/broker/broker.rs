@@ -71,7 +71,7 @@ pub(super) enum Pending {
     /// KIP-1279: leader epoch bump at stop.
     BumpLeaderEpochs(TopicPartition),
     /// KIP-1279: source cluster metadata for a mirror.
-    SourceMetadata(String),
+    SourceMetadata(String, BrokerId),
     /// KIP-1279: a mirror fetch.
     MirrorFetch {
         cluster: ClusterIdx,

@@ -108,7 +108,7 @@ impl Broker {
             Pending::MirrorWrite(tp, target) => self.on_mirror_write(&tp, target, None),
             Pending::MirrorLookup { tp, broker } => self.on_mirror_lookup(&tp, broker, None),
             Pending::BumpLeaderEpochs(tp) => self.on_bump_response(&tp),
-            Pending::SourceMetadata(m) => self.on_source_metadata(&m, None),
+            Pending::SourceMetadata(m, b) => self.on_source_metadata(&m, b, None),
             Pending::MirrorFetch {
                 cluster,
                 leader,
@@ -240,7 +240,7 @@ impl Broker {
                 self.on_mirror_lookup(&tp, broker, Some(resp))
             }
             (Pending::BumpLeaderEpochs(tp), _) => self.on_bump_response(&tp),
-            (Pending::SourceMetadata(m), resp) => self.on_source_metadata(&m, Some(resp)),
+            (Pending::SourceMetadata(m, b), resp) => self.on_source_metadata(&m, b, Some(resp)),
             (
                 Pending::MirrorFetch {
                     cluster,

@@ -42,8 +42,10 @@ pub struct MirrorFetchState {
     pub refreshing: BTreeSet<String>,
     /// Rotates the bootstrap broker.
     pub bootstrap_cursor: usize,
-    /// Consecutive "unknown topic" answers per topic (deletion needs two, as in the prototype).
-    pub missing: BTreeMap<String, u8>,
+    /// "Unknown topic" answers per topic: `(first broker, first time)`. A deletion needs a
+    /// second answer from another broker at least 5 s later (the prototype needs two
+    /// observations; a broker still catching up on metadata must not fail a mirror).
+    pub missing: BTreeMap<String, (BrokerId, Instant)>,
 }
 
 impl Broker {
@@ -98,12 +100,17 @@ impl Broker {
         self.send_request(
             NodeId::broker(cluster, b),
             req,
-            Pending::SourceMetadata(mirror.to_string()),
+            Pending::SourceMetadata(mirror.to_string(), b),
             0,
         );
     }
 
-    pub(super) fn on_source_metadata(&mut self, mirror: &str, resp: Option<Response>) {
+    pub(super) fn on_source_metadata(
+        &mut self,
+        mirror: &str,
+        from_broker: BrokerId,
+        resp: Option<Response>,
+    ) {
         self.mirror_fetch.refreshing.remove(mirror);
         let Some((cluster, _)) = self.mirror_source(mirror) else {
             return;
@@ -114,9 +121,12 @@ impl Broker {
         };
         for t in topics {
             if t.error == ErrorCode::UnknownTopicOrPartition {
-                let n = self.mirror_fetch.missing.entry(t.name.clone()).or_insert(0);
-                *n += 1;
-                if *n >= 2 {
+                let (first_broker, first_at) = *self
+                    .mirror_fetch
+                    .missing
+                    .entry(t.name.clone())
+                    .or_insert((from_broker, self.now));
+                if first_broker != from_broker && self.now.millis_since(first_at) >= 5_000 {
                     self.fail_source_topic_deleted(&t.name);
                 }
                 continue;

@@ -401,6 +401,16 @@ impl Broker {
             return;
         };
         match (target, result) {
+            (Some(_), Some((_, ErrorCode::None, new_epoch)))
+                if r.status
+                    .as_ref()
+                    .is_some_and(|s| s.state_epoch == new_epoch) =>
+            {
+                // The coordinator skipped an invalid transition (no record, same state epoch):
+                // nothing was persisted, so no side effect may run. Re-read and retry later.
+                r.step = MirrorStep::Reading;
+                self.mirror_retry_later();
+            }
             (Some(t), Some((_, ErrorCode::None, new_epoch))) => {
                 let from = r.state();
                 let status = r.status.get_or_insert_with(MirrorPartitionStatus::unknown);

@@ -138,6 +138,15 @@ impl MirrorChecker {
                 state_epoch,
                 ..
             } => self.on_state_changed(node, tp, *from, *to, *state_epoch, ghost, nodes, name),
+            // A `__mirror_state` replica restarted: unflushed coordinator records may be gone
+            // (Kafka does not fsync them; a single replica that loses power loses them), so
+            // state epochs restart from what the store still has.
+            Event::LogRecovered { tp, .. }
+                if tp.topic.as_ref() == mirror_core::protocol::metadata::MIRROR_STATE_TOPIC =>
+            {
+                self.states.retain(|(c, _), _| *c != cluster);
+                Ok(())
+            }
             Event::MirrorLastMirroredEpoch {
                 tp,
                 last_mirrored_epoch,
