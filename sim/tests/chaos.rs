@@ -51,3 +51,22 @@ fn chaos_finds_the_planted_hw_bug() {
     eprintln!("planted bug found by seeds {found:?}");
     assert!(!found.is_empty(), "no seed found the planted bug");
 }
+
+#[test]
+fn mirror_chaos_seeds_pass() {
+    // Two clusters with KIP-1279 mirroring: faults on both clusters plus operator stop /
+    // pause / failback at random moments, mirror checkers after every event, and convergence
+    // (identical logs, or STOPPED) in the liveness phase.
+    let opts = ChaosOptions {
+        mirror: true,
+        ..ChaosOptions::default()
+    };
+    let mut failures = Vec::new();
+    for seed in 1..21 {
+        let out = run_chaos_seed(seed, &opts);
+        if !out.verdict.is_pass() {
+            failures.push((seed, out.verdict));
+        }
+    }
+    assert!(failures.is_empty(), "failing mirror seeds: {failures:#?}");
+}

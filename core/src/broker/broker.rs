@@ -78,6 +78,12 @@ pub(super) enum Pending {
         leader: BrokerId,
         sent: Vec<(TopicPartition, Offset)>,
     },
+    /// KIP-1279: a metadata-sync request of `mirror`'s sync round `round`.
+    MirrorSync {
+        mirror: String,
+        round: u64,
+        step: super::mirror_sync::SyncStep,
+    },
     /// An admin request relayed to the controller for `client`.
     Forward {
         client: NodeId,
@@ -112,6 +118,7 @@ pub struct Broker {
     pub(super) mirror_coord: super::mirror_coordinator::MirrorCoordinatorHost,
     pub(super) mirror_runs: BTreeMap<TopicPartition, super::mirror_manager::MirrorRun>,
     pub(super) mirror_fetch: super::mirror_fetcher::MirrorFetchState,
+    pub(super) mirror_sync: super::mirror_sync::MirrorSyncHost,
 }
 
 impl Broker {
@@ -152,6 +159,7 @@ impl Broker {
             mirror_coord: super::mirror_coordinator::MirrorCoordinatorHost::default(),
             mirror_runs: BTreeMap::new(),
             mirror_fetch: super::mirror_fetcher::MirrorFetchState::default(),
+            mirror_sync: super::mirror_sync::MirrorSyncHost::default(),
             config,
         };
         let mut io = Vec::new();

@@ -201,7 +201,7 @@ impl Broker {
         None
     }
 
-    fn find_coordinator(&mut self, key: &str, kind: CoordinatorKind) -> Response {
+    pub(super) fn find_coordinator(&mut self, key: &str, kind: CoordinatorKind) -> Response {
         let topic = match kind {
             CoordinatorKind::Transaction => TRANSACTION_STATE_TOPIC,
             CoordinatorKind::Group => CONSUMER_OFFSETS_TOPIC,

@@ -214,6 +214,30 @@ impl Broker {
         }
     }
 
+    /// Kafka `Partition.appendRecordsToFollowerOrFutureReplica` on
+    /// `UnexpectedAppendOffsetException`: an empty log that starts inside the first fetched
+    /// batch (the leader's log start fell mid-batch, e.g. DeleteRecords) restarts at that
+    /// batch's base offset so the batch can be appended whole.
+    pub(super) fn maybe_restart_at_first_batch(
+        &mut self,
+        tp: &TopicPartition,
+        batches: &[crate::record::RecordBatch],
+        cause: TruncationCause,
+    ) {
+        let Some(p) = self.partitions.get(tp) else {
+            return;
+        };
+        let leo = p.log.log_end_offset();
+        if leo != p.log.log_start_offset() || p.log.batch_count() != 0 {
+            return;
+        }
+        if let Some(b) = batches.iter().find(|b| b.last_offset() >= leo)
+            && b.base_offset() < leo
+        {
+            self.truncate_replica_fully(tp, b.base_offset(), cause);
+        }
+    }
+
     /// Empties a replica's log and restarts it at `start`.
     pub(super) fn truncate_replica_fully(
         &mut self,
@@ -349,6 +373,7 @@ impl Broker {
             }
             return;
         }
+        self.maybe_restart_at_first_batch(&tp, &resp.batches, TruncationCause::BelowLeaderLogStart);
         let segment_bytes = self.config.segment_bytes;
         let is_mirror = self.mirror_membership(&tp.topic).is_some();
         let Some(p) = self.partitions.get_mut(&tp) else {

@@ -129,6 +129,15 @@ impl Broker {
             } => {
                 self.handle_write_mirror_states(from, id, &mirror_name, topics);
             }
+            // KIP-1279 metadata sync: answered locally by any broker.
+            Request::DescribeTopicConfigs { topics } => {
+                let r = self.handle_describe_topic_configs(topics);
+                self.respond(from, id, r);
+            }
+            Request::ListGroups {} => {
+                let r = self.handle_list_groups();
+                self.respond(from, id, r);
+            }
             _ => self.respond(
                 from,
                 id,

@@ -37,6 +37,7 @@ impl Broker {
             TimerId::CoordinatorRetry => self.on_coordinator_retry(),
             TimerId::CoordinatorTick => self.on_coordinator_tick(),
             TimerId::MirrorRetry => self.on_mirror_retry(),
+            TimerId::MirrorSync(m) => self.on_mirror_sync_timer(&m),
             TimerId::Partition(_) => {}
         }
     }
@@ -109,6 +110,11 @@ impl Broker {
             Pending::MirrorLookup { tp, broker } => self.on_mirror_lookup(&tp, broker, None),
             Pending::BumpLeaderEpochs(tp) => self.on_bump_response(&tp),
             Pending::SourceMetadata(m, b) => self.on_source_metadata(&m, b, None),
+            Pending::MirrorSync {
+                mirror,
+                round,
+                step,
+            } => self.on_mirror_sync_response(&mirror, round, step, None),
             Pending::MirrorFetch {
                 cluster,
                 leader,
@@ -221,6 +227,8 @@ impl Broker {
                 for tp in led {
                     self.mirror_on_partition(&tp);
                 }
+                // KIP-1279: (dis)arm the metadata sync of the mirrors this broker coordinates.
+                self.mirror_sync_on_metadata();
                 self.send_fetch_metadata();
             }
             (Pending::AlterPartition(tp), resp) => self.on_alter_partition_response(&tp, resp),
@@ -241,6 +249,14 @@ impl Broker {
             }
             (Pending::BumpLeaderEpochs(tp), _) => self.on_bump_response(&tp),
             (Pending::SourceMetadata(m, b), resp) => self.on_source_metadata(&m, b, Some(resp)),
+            (
+                Pending::MirrorSync {
+                    mirror,
+                    round,
+                    step,
+                },
+                resp,
+            ) => self.on_mirror_sync_response(&mirror, round, step, Some(resp)),
             (
                 Pending::MirrorFetch {
                     cluster,

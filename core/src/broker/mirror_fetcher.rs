@@ -341,6 +341,9 @@ impl Broker {
             self.reset_mirror_part(&tp);
             return;
         }
+        // The source log start may fall inside the first batch (DeleteRecords, retention):
+        // restart at its base offset, as a follower does.
+        self.maybe_restart_at_first_batch(&tp, &r.batches, TruncationCause::Mirror);
         let segment_bytes = self.config.segment_bytes;
         let Some(p) = self.partitions.get_mut(&tp) else {
             return;

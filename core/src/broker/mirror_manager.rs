@@ -652,10 +652,20 @@ impl Broker {
             return false;
         };
         let isr = l.isr.maximal_isr();
+        // A follower whose LEO is unknown (-1: it has not fetched since this leader epoch
+        // began, e.g. right after the stop's epoch bump or a leader change) may still hold
+        // the tail the leader just truncated: count it as ahead until it fetches.
         let followers: Vec<(BrokerId, Offset, bool)> = l
             .followers
             .iter()
-            .map(|(b, st)| (*b, st.log_end_offset, isr.contains(b)))
+            .map(|(b, st)| {
+                let leo = if st.log_end_offset.0 < 0 {
+                    Offset(i64::MAX)
+                } else {
+                    st.log_end_offset
+                };
+                (*b, leo, isr.contains(b))
+            })
             .collect();
         isr_converged(
             p.log.log_end_offset(),
@@ -670,7 +680,9 @@ impl Broker {
     fn prepare_await_isr(&mut self, tp: &TopicPartition) {
         let wait = self.mirror_design().prepare_waits_for_isr();
         if wait && !self.followers_converged(tp) {
-            return; // re-checked on every follower fetch
+            // Re-checked on every follower fetch, and periodically (an ISR shrink).
+            self.mirror_retry_later();
+            return;
         }
         if let Some(r) = self.mirror_runs.get_mut(tp) {
             r.step = MirrorStep::Idle;
@@ -777,7 +789,15 @@ impl Broker {
                 }
                 true
             }
-            StopStep::WaitForIsr => self.followers_converged(tp),
+            StopStep::WaitForIsr => {
+                // Re-checked on every follower fetch, and periodically: a dead follower never
+                // fetches, and only leaving the ISR lets the stop go on.
+                let done = self.followers_converged(tp);
+                if !done {
+                    self.mirror_retry_later();
+                }
+                done
+            }
             StopStep::WriteAbortMarkers => {
                 self.write_abort_markers(tp);
                 true
@@ -789,10 +809,11 @@ impl Broker {
                 let Some(p) = self.partitions.get(tp) else {
                     return false;
                 };
-                let leo = p.log.log_end_offset();
                 // The LME is the greatest epoch that has records (a trailing entry of the
-                // bumped destination epoch at the LEO holds none).
-                let lme = greatest_epoch_with_records(&p.log);
+                // bumped destination epoch at the LEO holds none). A re-driven stop may find
+                // its own MIRROR_PID_RESET (destination epoch) already at the log end: the LME
+                // and offset are those of the mirrored log before it.
+                let (lme, leo) = last_mirrored_position(&p.log);
                 if let Some(r) = self.mirror_runs.get_mut(tp) {
                     r.step = MirrorStep::Stop {
                         index,
@@ -915,11 +936,25 @@ impl Broker {
 /// The greatest epoch of a batch in the log (-1 if none): the cache's latest entry may be a
 /// leader's own epoch assigned at the LEO before any record.
 fn greatest_epoch_with_records(log: &crate::log::PartitionLog) -> i32 {
-    let leo = log.log_end_offset();
+    greatest_epoch_below(log, log.log_end_offset())
+}
+
+/// The greatest epoch with a record below `end` (-1 if none).
+fn greatest_epoch_below(log: &crate::log::PartitionLog, end: Offset) -> i32 {
     log.epoch_cache()
         .epoch_entries()
         .iter()
         .rev()
-        .find(|e| e.start_offset < leo)
+        .find(|e| e.start_offset < end)
         .map_or(-1, |e| e.epoch.0)
+}
+
+/// `(LME, end offset)` of the mirrored log: up to the LEO, or up to a trailing
+/// MIRROR_PID_RESET (the stop's own, written after the LME was recorded).
+fn last_mirrored_position(log: &crate::log::PartitionLog) -> (i32, Offset) {
+    let end = match log.batches().next_back() {
+        Some(b) if b.control_record() == Some(ControlRecord::MirrorPidReset) => b.base_offset(),
+        _ => log.log_end_offset(),
+    };
+    (greatest_epoch_below(log, end), end)
 }

@@ -20,6 +20,7 @@ pub mod metadata_image;
 pub mod mirror_coordinator;
 pub mod mirror_fetcher;
 pub mod mirror_manager;
+pub mod mirror_sync;
 pub mod output;
 pub mod partition;
 pub mod purgatory;

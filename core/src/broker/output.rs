@@ -313,6 +313,41 @@ pub enum Event {
         /// New start.
         start: Offset,
     },
+    /// KIP-1279 metadata sync: the mirror coordinator set source topic configs on the
+    /// destination (B §8.11).
+    MirrorConfigsSynced {
+        /// Mirror.
+        mirror: String,
+        /// Topic.
+        topic: String,
+        /// `(key, value)` set.
+        configs: Vec<(String, String)>,
+        /// The controller's answer.
+        error: crate::protocol::ErrorCode,
+    },
+    /// KIP-1279 metadata sync: a source group's offsets were committed on the destination
+    /// (`UNKNOWN_MEMBER_ID`: skipped, the group is active there; B §8.11).
+    MirrorOffsetsSynced {
+        /// Mirror.
+        mirror: String,
+        /// Group.
+        group: String,
+        /// `(partition, offset)` committed.
+        offsets: Vec<(TopicPartition, Offset)>,
+        /// The destination group coordinator's answer.
+        error: crate::protocol::ErrorCode,
+    },
+    /// KIP-1279 metadata sync: the source has more partitions; the topic was grown (B §8.10).
+    MirrorPartitionsSynced {
+        /// Mirror.
+        mirror: String,
+        /// Topic.
+        topic: String,
+        /// The source's partition count.
+        partitions: i32,
+        /// The controller's answer.
+        error: crate::protocol::ErrorCode,
+    },
     /// Controller: a broker was fenced or unfenced.
     BrokerFencing {
         /// Broker.

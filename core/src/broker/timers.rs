@@ -36,6 +36,8 @@ pub enum TimerId {
     CoordinatorTick,
     /// Re-drive mirror partitions and mirror fetches.
     MirrorRetry,
+    /// KIP-1279: the metadata sync round of a mirror this broker coordinates.
+    MirrorSync(String),
     /// Partition-specific retry.
     Partition(TopicPartition),
 }

@@ -183,6 +183,16 @@ pub enum Request {
         /// Topics and partition states to write.
         topics: Vec<WriteMirrorStatesTopic>,
     },
+    /// KIP-1279 metadata sync: a topic's dynamic configs, answered by any broker from its
+    /// metadata image (stands in for Kafka's `DescribeConfigs` of `DYNAMIC_TOPIC_CONFIG`
+    /// entries; `mirror.name` is included, the syncer always drops it).
+    DescribeTopicConfigs {
+        /// Topic names.
+        topics: Vec<String>,
+    },
+    /// KIP-1279 metadata sync: the groups of the group coordinators this broker hosts
+    /// (local-only, like Kafka's `ListGroups` sent to one broker; ask every broker).
+    ListGroups {},
 
     // ------------------------------------------------------------ data plane (-> broker)
     /// Topic metadata for clients (Kafka: `Metadata`).
@@ -476,6 +486,16 @@ pub enum Response {
         error: ErrorCode,
         /// Per topic.
         topics: Vec<WriteMirrorStatesTopicResult>,
+    },
+    /// To `DescribeTopicConfigs`.
+    DescribeTopicConfigs {
+        /// `(topic, error (UNKNOWN_TOPIC_OR_PARTITION), dynamic configs)`, in request order.
+        topics: Vec<(String, ErrorCode, BTreeMap<String, String>)>,
+    },
+    /// To `ListGroups`.
+    ListGroups {
+        /// Group ids known to the group coordinators the answering broker hosts, sorted.
+        groups: Vec<String>,
     },
 }
 

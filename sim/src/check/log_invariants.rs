@@ -209,7 +209,8 @@ impl Checker {
                 // source divergence) are declared data-loss events.
                 self.declare_loss(ctx, cluster, tp, *to, "mirror_truncation");
                 self.verified.insert((node, tp.clone()), *to);
-                // A declared truncation may take the leader's HW back within its tenure.
+                // A declared mirror truncation on a leader (failback alignment, LSO cut at
+                // stop, source divergence) may take its HW back within the same epoch.
                 self.leader_hw.remove(&(node, tp.clone()));
                 self.check_replica(ctx, node, tp, nodes, name, true)
             }
@@ -596,6 +597,9 @@ fn replica_violation(
                 && st.log_end_offset.0 >= 0
                 && hw > st.log_end_offset
                 && hw > l.leader_epoch_start_offset
+                // KIP-1279: a mirror leader restarted at the source log start (OFFSET_OUT_OF_RANGE
+                // below it) has HW = log start; a follower below it restarts there too.
+                && st.log_end_offset >= ls
             {
                 return Some((
                     "offset_bounds",

@@ -144,7 +144,11 @@ impl MirrorChecker {
             Event::LogRecovered { tp, .. }
                 if tp.topic.as_ref() == mirror_core::protocol::metadata::MIRROR_STATE_TOPIC =>
             {
-                self.states.retain(|(c, _), _| *c != cluster);
+                for ((c, _), (_, epoch)) in &mut self.states {
+                    if *c == cluster {
+                        *epoch = i32::MIN;
+                    }
+                }
                 Ok(())
             }
             Event::MirrorLastMirroredEpoch {

@@ -448,6 +448,19 @@ impl KafkaWorld {
         name: &str,
         source: ClusterIdx,
     ) -> ErrorCode {
+        self.create_mirror_with(destination, name, source, &[])
+            .await
+    }
+
+    /// KIP-1279: [`Self::create_mirror`] with extra mirror configs (e.g.
+    /// `mirror.metadata.refresh.interval.ms`, `topic.properties.exclude`).
+    pub async fn create_mirror_with(
+        &self,
+        destination: ClusterIdx,
+        name: &str,
+        source: ClusterIdx,
+        extra: &[(&str, &str)],
+    ) -> ErrorCode {
         let source_spec = &self.spec.clusters[usize::from(source.0)];
         let brokers: Vec<String> = self
             .broker_ids(source)
@@ -466,6 +479,11 @@ impl KafkaWorld {
             ),
         ]
         .into_iter()
+        .chain(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string())),
+        )
         .collect();
         let req = Request::CreateMirror {
             mirror_name: name.into(),

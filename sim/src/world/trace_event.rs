@@ -572,5 +572,46 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
             tp.to_string(),
             format!("! mirror restart at source log start {start}"),
         ),
+        Event::MirrorConfigsSynced {
+            mirror,
+            topic,
+            configs,
+            error,
+        } => compact(
+            topic.clone(),
+            format!(
+                "mirror {mirror} sync configs {}: {error}",
+                configs
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        ),
+        Event::MirrorOffsetsSynced {
+            mirror,
+            group,
+            offsets,
+            error,
+        } => compact(
+            group.clone(),
+            format!(
+                "mirror {mirror} sync offsets {}: {error}",
+                offsets
+                    .iter()
+                    .map(|(tp, o)| format!("{tp}@{o}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        ),
+        Event::MirrorPartitionsSynced {
+            mirror,
+            topic,
+            partitions,
+            error,
+        } => compact(
+            topic.clone(),
+            format!("mirror {mirror} sync partitions → {partitions}: {error}"),
+        ),
     }
 }
