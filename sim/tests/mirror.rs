@@ -2,7 +2,7 @@
 //! write on the destination → failback to the old source with the LME.
 
 use mirror_core::mirror::MirrorPartitionState as S;
-use mirror_core::protocol::{ClusterIdx, ErrorCode, Request, Response};
+use mirror_core::protocol::{ClusterIdx, ErrorCode};
 use mirror_core::record::{BatchBuilder, RecordBatch, SimpleRecord};
 use mirror_core::types::{Offset, TopicPartition};
 use mirror_sim::kafka::{ClusterSpec, KafkaWorld, KafkaWorldSpec};
@@ -26,36 +26,12 @@ async fn produce(
     n: usize,
     tag: &str,
 ) -> (ErrorCode, Offset) {
-    let Some(leader) = w.leader(cluster, tp) else {
-        return (ErrorCode::LeaderNotAvailable, Offset(-1));
-    };
     let recs: Vec<SimpleRecord> = (0..n)
         .map(|i| SimpleRecord::value(i as i64, format!("{tag}-{i}")))
         .collect();
-    let batch = BatchBuilder::new().build(&recs);
-    let req = Request::Produce {
-        transactional_id: None,
-        acks: -1,
-        timeout_ms: 10_000,
-        partitions: vec![(tp.clone(), batch)],
-    };
-    let slot = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let s2 = slot.clone();
-    w.add_client(cluster, move |boot| {
-        Box::new(mirror_sim::kafka::oneshot::OneShot::new(
-            boot.id,
-            vec![leader],
-            req.clone(),
-            s2.clone(),
-            15_000,
-        ))
-    });
-    w.wait_until(20_000, |_| slot.lock().unwrap().is_some())
-        .await;
-    match slot.lock().unwrap().take() {
-        Some(Response::Produce { partitions }) => (partitions[0].error, partitions[0].base_offset),
-        _ => (ErrorCode::RequestTimedOut, Offset(-1)),
-    }
+    w.produce_batch(cluster, tp, BatchBuilder::new().build(&recs), -1)
+        .await
+        .unwrap_or((ErrorCode::RequestTimedOut, Offset(-1)))
 }
 
 fn leader_log(w: &KafkaWorld, cluster: ClusterIdx, tp: &TopicPartition) -> Vec<RecordBatch> {

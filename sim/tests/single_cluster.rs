@@ -2,7 +2,7 @@
 //! checked after every event by the invariant checker.
 
 use mirror_core::protocol::NodeId;
-use mirror_core::protocol::{ClusterIdx, ErrorCode, Request, Response};
+use mirror_core::protocol::{ClusterIdx, ErrorCode};
 use mirror_core::record::{BatchBuilder, SimpleRecord};
 use mirror_core::types::{BrokerId, Offset, ProducerEpoch, ProducerId, Sequence, TopicPartition};
 use mirror_sim::disk::CrashPolicy;
@@ -26,39 +26,12 @@ async fn produce(
     n: usize,
     acks: i16,
 ) -> Option<(ErrorCode, Offset)> {
-    let leader = w.leader(SRC, tp)?;
     let recs: Vec<SimpleRecord> = (0..n)
         .map(|i| SimpleRecord::value(i as i64, format!("s{seq}-{i}")))
         .collect();
     let batch =
         BatchBuilder::idempotent(ProducerId(900), ProducerEpoch(0), Sequence(seq)).build(&recs);
-    let req = Request::Produce {
-        transactional_id: None,
-        acks,
-        timeout_ms: 10_000,
-        partitions: vec![(tp.clone(), batch)],
-    };
-    // admin() sends to brokers in order; put the leader first by asking it directly
-    let slot = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let s2 = slot.clone();
-    w.add_client(SRC, move |boot| {
-        Box::new(mirror_sim::kafka::oneshot::OneShot::new(
-            boot.id,
-            vec![leader],
-            req.clone(),
-            s2.clone(),
-            15_000,
-        ))
-    });
-    w.wait_until(20_000, |_| slot.lock().unwrap().is_some())
-        .await;
-    let r = slot.lock().unwrap().take();
-    match r {
-        Some(Response::Produce { partitions }) => {
-            Some((partitions[0].error, partitions[0].base_offset))
-        }
-        _ => None,
-    }
+    w.produce_batch(SRC, tp, batch, acks).await
 }
 
 #[test]

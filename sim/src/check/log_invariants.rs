@@ -172,7 +172,14 @@ impl Checker {
                 self.check_epoch(node, tp, *leader_epoch, name)?;
                 self.check_replica(ctx, node, tp, nodes, name, false)
             }
+            // Leader and follower appends, and batches a mirror fetched from its source.
             Event::Appended {
+                tp,
+                base_offset,
+                epoch,
+                ..
+            }
+            | Event::MirrorAppended {
                 tp,
                 base_offset,
                 epoch,
@@ -213,27 +220,6 @@ impl Checker {
                 // stop, source divergence) may take its HW back within the same epoch.
                 self.leader_hw.remove(&(node, tp.clone()));
                 self.check_replica(ctx, node, tp, nodes, name, true)
-            }
-            Event::MirrorAppended {
-                tp,
-                base_offset,
-                epoch,
-                ..
-            } => {
-                let r = with_partition(nodes, node, tp, |p| {
-                    let cached = p.log.epoch_cache().epoch_for_offset(*base_offset);
-                    (cached == Some(*epoch)).then_some(()).ok_or(cached)
-                });
-                if let Some(Err(cached)) = r {
-                    return Err(Violation::new(
-                        "epoch_cache_well_formed",
-                        name(node),
-                        Some(tp),
-                        Some(*base_offset),
-                        format!("mirrored batch epoch {epoch} but the cache says {cached:?}"),
-                    ));
-                }
-                self.check_replica(ctx, node, tp, nodes, name, false)
             }
             Event::Truncated {
                 tp,

@@ -441,6 +441,42 @@ impl KafkaWorld {
         }
     }
 
+    /// Produces one batch to the current leader of `tp` and waits for the answer:
+    /// `(error, base offset)`, `None` without a leader or an answer.
+    pub async fn produce_batch(
+        &self,
+        cluster: ClusterIdx,
+        tp: &TopicPartition,
+        batch: mirror_core::record::RecordBatch,
+        acks: i16,
+    ) -> Option<(ErrorCode, Offset)> {
+        let leader = self.leader(cluster, tp)?;
+        let req = Request::Produce {
+            transactional_id: None,
+            acks,
+            timeout_ms: 10_000,
+            partitions: vec![(tp.clone(), batch)],
+        };
+        let slot: ResponseSlot = Arc::new(Mutex::new(None));
+        let s2 = Arc::clone(&slot);
+        self.add_client(cluster, move |boot| {
+            Box::new(OneShot::new(
+                boot.id,
+                vec![leader],
+                req.clone(),
+                Arc::clone(&s2),
+                15_000,
+            ))
+        });
+        self.wait_until(20_000, |_| lock(&slot).is_some()).await;
+        match lock(&slot).take() {
+            Some(Response::Produce { partitions }) => {
+                partitions.first().map(|p| (p.error, p.base_offset))
+            }
+            _ => None,
+        }
+    }
+
     /// KIP-1279: creates mirror `name` on `destination`, pulling from `source`.
     pub async fn create_mirror(
         &self,
