@@ -157,3 +157,97 @@ fn start_mirror_stop_write_and_fail_back() {
         "failback aligned by the LME"
     );
 }
+
+#[test]
+fn a_mirror_loop_fails_the_second_mirror_and_the_first_keeps_mirroring() {
+    // S20: src -> dst mirrors `orders`; a second mirror dst -> src on the same topic must go
+    // FAILED ("Detected mirror loop") while the first stays MIRRORING.
+    let out = run_seed(31, || async {
+        let w = KafkaWorld::start(spec());
+        w.run_for_ms(3_000).await;
+        let tp = TopicPartition::new("orders", 0);
+        assert_eq!(
+            w.create_topic(SRC, "orders", 1, 3, &[]).await,
+            ErrorCode::None
+        );
+        assert_eq!(produce(&w, SRC, &tp, 4, "a").await.0, ErrorCode::None);
+        assert_eq!(w.create_mirror(DST, "m1", SRC).await, ErrorCode::None);
+        assert_eq!(
+            w.start_mirror_topics(DST, "m1", SRC, &["orders"]).await,
+            ErrorCode::None
+        );
+        assert!(
+            w.wait_until(30_000, |w| w.mirror_state(DST, &tp) == Some(S::Mirroring))
+                .await
+        );
+        assert_eq!(w.create_mirror(SRC, "loop", DST).await, ErrorCode::None);
+        assert_eq!(
+            w.start_mirror_topics(SRC, "loop", DST, &["orders"]).await,
+            ErrorCode::None
+        );
+        let failed = w
+            .wait_until(30_000, |w| w.mirror_state(SRC, &tp) == Some(S::Failed))
+            .await;
+        (failed, w.mirror_state(DST, &tp), w.finish())
+    })
+    .unwrap();
+    assert!(out.0, "the looping mirror went FAILED");
+    assert_eq!(
+        out.1,
+        Some(S::Mirroring),
+        "the first mirror keeps mirroring"
+    );
+    assert_eq!(out.2, None);
+}
+
+#[test]
+fn delete_mirror_writes_tombstones_in_mirror_state() {
+    // S27: after stop, DeleteMirror succeeds and the coordinators drop the mirror's keys.
+    let out = run_seed(33, || async {
+        let w = KafkaWorld::start(spec());
+        w.run_for_ms(3_000).await;
+        let tp = TopicPartition::new("orders", 0);
+        w.create_topic(SRC, "orders", 1, 3, &[]).await;
+        assert_eq!(produce(&w, SRC, &tp, 4, "a").await.0, ErrorCode::None);
+        w.create_mirror(DST, "m1", SRC).await;
+        w.start_mirror_topics(DST, "m1", SRC, &["orders"]).await;
+        assert!(
+            w.wait_until(30_000, |w| w.mirror_state(DST, &tp) == Some(S::Mirroring))
+                .await
+        );
+        let keys = |w: &KafkaWorld| -> usize {
+            w.broker_ids(DST)
+                .into_iter()
+                .filter_map(|b| {
+                    w.with_broker(DST, b, |br| {
+                        (0..3)
+                            .filter_map(|p| br.mirror_coordinators().store(p))
+                            .map(|s| s.partitions_of("m1").len())
+                            .sum::<usize>()
+                    })
+                })
+                .sum()
+        };
+        let before = keys(&w);
+        w.stop_mirror_topics(DST, "m1", &["orders"]).await;
+        assert!(
+            w.wait_until(30_000, |w| w.mirror_state(DST, &tp) == Some(S::Stopped))
+                .await
+        );
+        let del = w
+            .admin(
+                DST,
+                mirror_core::protocol::Request::DeleteMirror {
+                    mirror_name: "m1".into(),
+                    state_validation_offset: None,
+                },
+            )
+            .await;
+        w.run_for_ms(2_000).await;
+        (before, keys(&w), del, w.finish())
+    })
+    .unwrap();
+    assert_eq!(out.0, 1, "one partition key before");
+    assert_eq!(out.1, 0, "tombstoned after DeleteMirror: {:?}", out.2);
+    assert_eq!(out.3, None);
+}

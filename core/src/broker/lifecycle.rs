@@ -182,6 +182,7 @@ impl Broker {
                 // broker replaying history never acts on stale intermediate leaderships.
                 let mut changed = std::collections::BTreeMap::new();
                 let mut changed_topics = std::collections::BTreeSet::new();
+                let mut changed_mirrors = std::collections::BTreeSet::new();
                 let mut removed = Vec::new();
                 for (offset, record) in records {
                     if offset != self.image.offset + 1 {
@@ -201,6 +202,11 @@ impl Broker {
                             crate::protocol::metadata::ConfigResource::Topic(t),
                         ) => {
                             changed_topics.insert(t);
+                        }
+                        MetadataDelta::Config(
+                            crate::protocol::metadata::ConfigResource::Mirror(m),
+                        ) => {
+                            changed_mirrors.insert(m);
                         }
                         MetadataDelta::None
                         | MetadataDelta::Config(_)
@@ -226,6 +232,9 @@ impl Broker {
                     .collect();
                 for tp in led {
                     self.mirror_on_partition(&tp);
+                }
+                for m in changed_mirrors {
+                    self.on_mirror_config_changed(&m);
                 }
                 // KIP-1279: (dis)arm the metadata sync of the mirrors this broker coordinates.
                 self.mirror_sync_on_metadata();

@@ -280,6 +280,37 @@ impl Broker {
         }
     }
 
+    /// A mirror's configs changed: once the mirror is deleted (no config left), the hosted
+    /// stores write its tombstones (prototype: brokers write them after DeleteClusterMirror).
+    pub(super) fn on_mirror_config_changed(&mut self, mirror: &str) {
+        let exists = self
+            .image
+            .configs
+            .get(&ConfigResource::Mirror(mirror.to_string()))
+            .is_some_and(|c| !c.is_empty());
+        if exists {
+            return;
+        }
+        let parts: Vec<i32> = self.mirror_coord.stores.keys().copied().collect();
+        for sp in parts {
+            let recs = match self.mirror_coord.stores.get_mut(&sp) {
+                Some((_, store)) => store.tombstones(mirror),
+                None => continue,
+            };
+            if recs.is_empty() {
+                continue;
+            }
+            let tp = TopicPartition::new(MIRROR_STATE_TOPIC, sp);
+            let batch = build_batch(&recs, self.now.as_millis());
+            if self
+                .append_leader(&tp, &batch, AppendOrigin::Coordinator)
+                .is_err()
+            {
+                self.on_mirror_state_leadership_reload(&tp);
+            }
+        }
+    }
+
     /// LME lookups (`DescribeMirrors` with `last_mirror_epoch_lookups`): for every mirror
     /// defined here whose source is the asking cluster, what the hosted stores know.
     pub(super) fn handle_describe_mirrors(
@@ -332,9 +363,20 @@ impl Broker {
                     if let Some((_, store)) = self.mirror_coord.stores.get(&sp)
                         && let Some((status, last)) = store.read(&key)
                     {
+                        // A partition whose stop was requested (desired STOPPED) reports
+                        // STOPPING until it is STOPPED: the asking cluster waits instead of
+                        // seeing a loop (prototype: loops are judged on the desired state).
+                        let stopping = self.mirror_membership(&topic_name).is_some_and(|m| {
+                            m.desired == crate::protocol::metadata::DesiredMirrorState::Stopped
+                        });
+                        let state = if stopping && status.state != MirrorPartitionState::Stopped {
+                            MirrorPartitionState::Stopping
+                        } else {
+                            status.state
+                        };
                         pds.push(MirrorPartitionDescription {
                             partition: *p,
-                            state: status.state.to_string(),
+                            state: state.to_string(),
                             last_mirror_epoch: last.last_mirror_epoch,
                             last_mirror_offset: last.last_mirror_offset,
                             source_offset: -1,

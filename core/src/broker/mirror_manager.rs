@@ -42,8 +42,10 @@ pub enum MirrorStep {
         pending: BTreeSet<BrokerId>,
         /// Best `(epoch, offset)` so far.
         best: (i32, i64),
-        /// A reverse mirror there has not stopped: retry later.
+        /// A reverse mirror there is stopping: retry later.
         blocked: bool,
+        /// A reverse mirror there is actively mirroring this topic from us: a mirror loop.
+        looped: Option<String>,
     },
     /// PREPARING: waiting until no ISR follower is ahead.
     AwaitIsr,
@@ -529,6 +531,7 @@ impl Broker {
             pending: brokers.iter().copied().collect(),
             best: (-1, -1),
             blocked: false,
+            looped: None,
         };
         for b in brokers {
             let req = Request::DescribeMirrors {
@@ -561,6 +564,7 @@ impl Broker {
             pending,
             best,
             blocked,
+            looped,
         } = &mut r.step
         else {
             return;
@@ -575,11 +579,17 @@ impl Broker {
                             .into_iter()
                             .filter(|p| p.partition == tp.partition)
                         {
-                            // Failback safety: the reverse mirror must have stopped there.
-                            if p.state != S::Stopped.to_string()
-                                && p.state != S::Unknown.to_string()
+                            // Failback safety: the reverse mirror must have stopped there. One
+                            // that still mirrors this topic from us is a loop (FAILED,
+                            // non-retryable); one that is stopping is waited for.
+                            if p.state == S::Stopping.to_string()
+                                || p.state == S::Failed.to_string()
                             {
                                 *blocked = true;
+                            } else if p.state != S::Stopped.to_string()
+                                && p.state != S::Unknown.to_string()
+                            {
+                                *looped = Some(m.mirror_name.clone());
                             }
                             if p.last_mirror_epoch > best.0 {
                                 *best = (p.last_mirror_epoch, p.last_mirror_offset);
@@ -596,6 +606,11 @@ impl Broker {
             }
         }
         if !pending.is_empty() {
+            return;
+        }
+        if let Some(m) = looped.clone() {
+            r.step = MirrorStep::Idle;
+            self.mirror_fail(tp, &format!("Detected mirror loop for mirror: {m}"));
             return;
         }
         if *blocked {
@@ -667,10 +682,16 @@ impl Broker {
                 (*b, leo, isr.contains(b))
             })
             .collect();
+        // `mirror.support.unclean.leader.election=true`: every replica, not only the ISR,
+        // must have converged (B §8.1 step 4).
+        let wait_all = self
+            .image
+            .topic_config(&tp.topic, "mirror.support.unclean.leader.election")
+            == Some("true");
         isr_converged(
             p.log.log_end_offset(),
             &followers,
-            false,
+            wait_all,
             p.replicas.len(),
             isr.len(),
             self.min_isr(tp),
