@@ -57,16 +57,28 @@ fn mirror_chaos_seeds_pass() {
     // Two clusters with KIP-1279 mirroring: faults on both clusters plus operator stop /
     // pause / failback at random moments, mirror checkers after every event, and convergence
     // (identical logs, or STOPPED) in the liveness phase.
+    //
+    // Known finding (a KIP gap, not a simulator bug): with a single-replica `__mirror_state`
+    // a power loss drops the unflushed coordinator records, the partition's persisted state
+    // is gone (UNKNOWN), a desired STOPPED has no allowed path from UNKNOWN and the topic
+    // stays read-only. These seeds must keep finding it, and only it.
+    const KNOWN_LIVENESS: [u64; 2] = [21, 182];
     let opts = ChaosOptions {
         mirror: true,
         ..ChaosOptions::default()
     };
     let mut failures = Vec::new();
-    for seed in 1..21 {
+    for seed in 1..201 {
         let out = run_chaos_seed(seed, &opts);
-        if !out.verdict.is_pass() {
-            failures.push((seed, out.verdict));
+        let expected_stuck = KNOWN_LIVENESS.contains(&seed);
+        match (&out.verdict, expected_stuck) {
+            (Verdict::Pass, false) => {}
+            (Verdict::Liveness { detail }, true) if detail.contains("Unknown") => {}
+            (v, _) => failures.push((seed, v.clone())),
         }
     }
-    assert!(failures.is_empty(), "failing mirror seeds: {failures:#?}");
+    assert!(
+        failures.is_empty(),
+        "unexpected mirror seed verdicts: {failures:#?}"
+    );
 }

@@ -256,6 +256,7 @@ impl Broker {
             self.mirror_retry_later();
             return;
         };
+        let before = r.status.as_ref().map(|s| (s.state, s.state_epoch));
         r.status = Some(MirrorPartitionStatus {
             state: S::from_value(d.state).unwrap_or(S::Unknown),
             previous_state: S::from_value(d.previous_state).unwrap_or(S::Unknown),
@@ -265,6 +266,29 @@ impl Broker {
             retry_attempt: d.retry_attempt,
         });
         r.step = MirrorStep::Idle;
+        // Our own write may have been persisted while its response was lost: the re-read is
+        // then the first time this leader learns of the transition, so report it as one. Only
+        // a record written at our leader epoch is ours (one leader per epoch), only from a
+        // state this leader knew, and only forward (a newer state epoch).
+        let leader_epoch = r.leader_epoch;
+        let read = r
+            .status
+            .as_ref()
+            .filter(|s| s.leader_epoch == leader_epoch)
+            .map(|s| (s.state, s.state_epoch));
+        if let (Some((from, from_epoch)), Some((to, state_epoch))) = (before, read)
+            && from != S::Unknown
+            && to != from
+            && state_epoch > from_epoch
+        {
+            self.emit(Event::MirrorStateChanged {
+                tp: tp.clone(),
+                from,
+                to,
+                state_epoch,
+                leader_epoch,
+            });
+        }
         self.mirror_drive_from_state(tp, true);
     }
 
