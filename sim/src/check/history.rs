@@ -35,7 +35,12 @@ pub fn value_at(batch: &RecordBatch, offset: Offset) -> Option<Option<Bytes>> {
 impl History {
     /// A consumer returned `(offset, value)`: it must not repeat the offset it returned last
     /// (a consumer only re-reads after a seek or restart, which start from an earlier committed
-    /// position), and below the true HW the value must be the committed one (ConsistentRead).
+    /// position), it must not skip a record it should have returned (`consumer_gap`), and
+    /// below the true HW the value must be the committed one (ConsistentRead).
+    ///
+    /// `log_start` is the highest log start offset of the partition on any replica of the
+    /// cluster: records below it may legitimately be skipped (DeleteRecords, retention, then
+    /// an OFFSET_OUT_OF_RANGE reset to earliest).
     #[allow(clippy::too_many_arguments)]
     pub fn on_consumed(
         &mut self,
@@ -44,12 +49,15 @@ impl History {
         tp: &TopicPartition,
         offset: Offset,
         value: &Bytes,
+        read_committed: bool,
+        log_start: Offset,
         ghost: &Ghost,
         node: &str,
     ) -> Result<(), Violation> {
         self.consumed += 1;
         let key = (cluster, client, tp.clone());
-        if self.last.get(&key) == Some(&offset) {
+        let last = self.last.insert(key, offset);
+        if last == Some(offset) {
             return Err(Violation::new(
                 "consumer_order",
                 node,
@@ -58,7 +66,21 @@ impl History {
                 "the consumer returned the same offset twice in a row",
             ));
         }
-        self.last.insert(key, offset);
+        if let Some(last) = last
+            && let Some(skipped) =
+                skipped_record(ghost, cluster, tp, last, offset, read_committed, log_start)
+        {
+            return Err(Violation::new(
+                "consumer_gap",
+                node,
+                Some(tp),
+                Some(skipped),
+                format!(
+                    "the consumer went from offset {} to {} past committed record {} it should have returned",
+                    last.0, offset.0, skipped.0
+                ),
+            ));
+        }
         if let Some(g) = ghost.partitions.get(&(cluster, tp.clone()))
             && offset < g.true_hw
             && let Some(b) = g.committed_batch(offset)
@@ -75,6 +97,46 @@ impl History {
         }
         Ok(())
     }
+}
+
+/// The first offset strictly between `last` and `next` that a consumer must have returned:
+/// a committed (below the true HW) data record at or above `log_start`, not transactional
+/// when reading committed (its outcome decides; aborted data is skipped by design). Partitions
+/// with a declared loss are not judged: their committed history was rewritten.
+fn skipped_record(
+    ghost: &Ghost,
+    cluster: ClusterIdx,
+    tp: &TopicPartition,
+    last: Offset,
+    next: Offset,
+    read_committed: bool,
+    log_start: Offset,
+) -> Option<Offset> {
+    let g = ghost.partitions.get(&(cluster, tp.clone()))?;
+    if g.declared_losses > 0 || next <= last.plus(1) {
+        return None;
+    }
+    let from = last.plus(1).max(log_start);
+    let to = next.min(g.true_hw);
+    if from >= to {
+        return None;
+    }
+    let first_batch = g.committed_batch(from).map(RecordBatch::base_offset);
+    let start = first_batch.unwrap_or(from);
+    for (_, b) in g.committed.range(start..to) {
+        if b.is_control_batch() || (read_committed && b.is_transactional()) {
+            continue;
+        }
+        let hit = b
+            .records()
+            .into_iter()
+            .map(|r| b.base_offset().plus(i64::from(r.offset_delta)))
+            .find(|o| *o >= from && *o < to);
+        if hit.is_some() {
+            return hit;
+        }
+    }
+    None
 }
 
 /// End-of-run validation: every acks=all write, on a partition with no declared data loss,
@@ -126,4 +188,132 @@ pub fn check_no_lost_acked_writes(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mirror_core::record::{BatchBuilder, ControlRecord, SimpleRecord};
+    use mirror_core::types::{ProducerEpoch, ProducerId, Sequence};
+
+    fn rec(v: &str) -> SimpleRecord {
+        SimpleRecord {
+            timestamp: 0,
+            key: None,
+            value: Some(Bytes::from(v.to_owned())),
+            headers: Vec::new(),
+        }
+    }
+
+    /// Offsets 0-2 plain data, 3-4 transactional data, 5 its COMMIT marker, 6-7 plain data;
+    /// true HW 8.
+    fn ghost() -> (Ghost, TopicPartition) {
+        let tp = TopicPartition::new("t", 0);
+        let mut ghost = Ghost::default();
+        let g = ghost.partition(ClusterIdx(0), &tp);
+        let txn = BatchBuilder::transactional(ProducerId(7), ProducerEpoch(0), Sequence(0));
+        let batches = [
+            BatchBuilder::new()
+                .base_offset(Offset(0))
+                .build(&[rec("a"), rec("b"), rec("c")]),
+            txn.clone()
+                .base_offset(Offset(3))
+                .build(&[rec("d"), rec("e")]),
+            txn.base_offset(Offset(5))
+                .build_control(ControlRecord::commit(0), 0),
+            BatchBuilder::new()
+                .base_offset(Offset(6))
+                .build(&[rec("f"), rec("g")]),
+        ];
+        for b in batches {
+            g.committed.insert(b.base_offset(), b);
+        }
+        g.true_hw = Offset(8);
+        (ghost, tp)
+    }
+
+    fn consume(
+        h: &mut History,
+        ghost: &Ghost,
+        tp: &TopicPartition,
+        offsets: &[i64],
+        read_committed: bool,
+        log_start: i64,
+    ) -> Result<(), Violation> {
+        let values = ["a", "b", "c", "d", "e", "", "f", "g"];
+        for o in offsets {
+            let value = Bytes::from(values[usize::try_from(*o).unwrap()].to_owned());
+            h.on_consumed(
+                ClusterIdx(0),
+                1,
+                tp,
+                Offset(*o),
+                &value,
+                read_committed,
+                Offset(log_start),
+                ghost,
+                "c1",
+            )?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn contiguous_reads_pass() {
+        let (ghost, tp) = ghost();
+        let mut h = History::default();
+        consume(&mut h, &ghost, &tp, &[0, 1, 2, 3, 4, 6, 7], false, 0).unwrap();
+        assert_eq!(h.consumed, 7);
+    }
+
+    #[test]
+    fn skipping_a_plain_record_is_a_gap() {
+        let (ghost, tp) = ghost();
+        let v = consume(&mut History::default(), &ghost, &tp, &[0, 2], false, 0).unwrap_err();
+        assert_eq!(v.invariant, "consumer_gap");
+        assert_eq!(v.offset, Some(1));
+    }
+
+    #[test]
+    fn read_committed_may_skip_transactional_data_and_markers() {
+        let (ghost, tp) = ghost();
+        consume(
+            &mut History::default(),
+            &ghost,
+            &tp,
+            &[0, 1, 2, 6, 7],
+            true,
+            0,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn read_uncommitted_must_return_transactional_data() {
+        let (ghost, tp) = ghost();
+        let v = consume(&mut History::default(), &ghost, &tp, &[2, 6], false, 0).unwrap_err();
+        assert_eq!((v.invariant.as_str(), v.offset), ("consumer_gap", Some(3)));
+    }
+
+    #[test]
+    fn records_below_the_log_start_may_be_skipped() {
+        let (ghost, tp) = ghost();
+        consume(&mut History::default(), &ghost, &tp, &[0, 6, 7], false, 6).unwrap();
+        let v = consume(&mut History::default(), &ghost, &tp, &[0, 7], false, 6).unwrap_err();
+        assert_eq!(v.offset, Some(6));
+    }
+
+    #[test]
+    fn declared_loss_suspends_the_gap_check() {
+        let (mut ghost, tp) = ghost();
+        ghost.partition(ClusterIdx(0), &tp).declared_losses = 1;
+        consume(&mut History::default(), &ghost, &tp, &[0, 7], false, 0).unwrap();
+    }
+
+    #[test]
+    fn repeating_the_last_offset_is_an_order_violation() {
+        let (ghost, tp) = ghost();
+        let v = consume(&mut History::default(), &ghost, &tp, &[0, 1, 1], false, 0).unwrap_err();
+        assert_eq!(v.invariant, "consumer_order");
+    }
 }

@@ -299,16 +299,26 @@ impl Checker {
                 tp,
                 offset,
                 value,
-                ..
-            } => self.history.on_consumed(
-                cluster,
-                *client,
-                tp,
-                *offset,
-                value,
-                &self.ghost,
-                &name(node),
-            ),
+                read_committed,
+            } => {
+                let log_start = nodes
+                    .keys()
+                    .filter(|n| n.cluster == cluster)
+                    .filter_map(|n| with_partition(nodes, *n, tp, |p| p.log.log_start_offset()))
+                    .max()
+                    .unwrap_or(Offset(0));
+                self.history.on_consumed(
+                    cluster,
+                    *client,
+                    tp,
+                    *offset,
+                    value,
+                    *read_committed,
+                    log_start,
+                    &self.ghost,
+                    &name(node),
+                )
+            }
             _ => Ok(()),
         }
     }

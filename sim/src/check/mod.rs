@@ -140,6 +140,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
         "a consumer session reads offsets strictly increasing with no duplicates",
     ),
     (
+        "consumer_gap",
+        "a consumer never skips a committed record it should return (data above the log start; transactional data only for read_uncommitted)",
+    ),
+    (
         "mirror_prefix",
         "every batch a destination appends from the source equals, byte for byte and at the same offset, the source's committed batch (unless cut by a declared source loss)",
     ),
