@@ -22,5 +22,6 @@ pub mod mirror;
 pub mod protocol;
 pub mod record;
 pub mod replication;
+pub mod testing;
 pub mod time;
 pub mod types;
