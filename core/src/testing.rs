@@ -1,7 +1,7 @@
 //! A deterministic message loop for tests of sans-I/O nodes (`MiniNet`): every node is a
 //! [`Node`], messages take a fixed latency, timers fire in time order, files are kept in
 //! memory with no crash model. No simulator and no randomness: it tests broker and
-//! controller rules together without madsim (the simulator's own tests cover the madsim
+//! controller rules together without the simulator (whose own tests cover the simulated
 //! world). `C` is an extra node kind the caller hosts beside brokers and controllers (the
 //! simulator's workload clients); [`NoClient`] when there is none.
 
