@@ -423,11 +423,9 @@ impl Broker {
         let Some(r) = self.mirror_runs.get_mut(tp) else {
             return;
         };
-        let from = r.state();
         let status = r.status.get_or_insert_with(MirrorPartitionStatus::unknown);
         status.error_message = Some(reason.to_string());
         status.retry_attempt = -1;
-        let _ = from;
         self.mirror_write_failed(tp, reason);
     }
 }

@@ -515,13 +515,7 @@ impl PartitionLog {
     /// Rebuilds producer state by replaying the retained log on top of the base snapshot
     /// (Kafka: `truncateAndReload` + `rebuildProducerState`, replay with REPLICATION origin).
     fn reload_producer_state(&mut self) {
-        let mut psm = self.producer_state_base.clone();
-        for b in &self.batches {
-            apply_to_producer_state(&mut psm, b, AppendOrigin::Replication);
-        }
-        psm.update_map_end_offset(self.log_end_offset);
-        psm.on_high_watermark_updated(self.high_watermark);
-        self.producer_state = psm;
+        self.producer_state = self.replayed_producer_state();
     }
 
     /// Producer state rebuilt from the base snapshot and the retained log, as a checker's

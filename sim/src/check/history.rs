@@ -10,7 +10,7 @@ use mirror_core::types::{Offset, TopicPartition};
 
 use super::Violation;
 use super::ghost::Ghost;
-use super::log_invariants::{NodeMap, with_partition};
+use super::log_invariants::{NodeMap, leader_of, with_partition};
 use mirror_core::protocol::NodeId;
 
 /// Per-consumer reading state.
@@ -38,9 +38,10 @@ impl History {
     /// position), it must not skip a record it should have returned (`consumer_gap`), and
     /// below the true HW the value must be the committed one (ConsistentRead).
     ///
-    /// `log_start` is the highest log start offset of the partition on any replica of the
-    /// cluster: records below it may legitimately be skipped (DeleteRecords, retention, then
-    /// an OFFSET_OUT_OF_RANGE reset to earliest).
+    /// `log_start` gives the highest log start offset of the partition on any replica of
+    /// the cluster: records below it may legitimately be skipped (DeleteRecords, retention,
+    /// then an OFFSET_OUT_OF_RANGE reset to earliest). It is asked only when the consumer
+    /// skipped offsets, so the common contiguous read costs no replica scan.
     #[allow(clippy::too_many_arguments)]
     pub fn on_consumed(
         &mut self,
@@ -50,7 +51,7 @@ impl History {
         offset: Offset,
         value: &Bytes,
         read_committed: bool,
-        log_start: Offset,
+        log_start: impl FnOnce() -> Offset,
         ghost: &Ghost,
         node: &str,
     ) -> Result<(), Violation> {
@@ -110,13 +111,16 @@ fn skipped_record(
     last: Offset,
     next: Offset,
     read_committed: bool,
-    log_start: Offset,
+    log_start: impl FnOnce() -> Offset,
 ) -> Option<Offset> {
-    let g = ghost.partitions.get(&(cluster, tp.clone()))?;
-    if g.declared_losses > 0 || next <= last.plus(1) {
+    if next <= last.plus(1) {
         return None;
     }
-    let from = last.plus(1).max(log_start);
+    let g = ghost.partitions.get(&(cluster, tp.clone()))?;
+    if g.declared_losses > 0 {
+        return None;
+    }
+    let from = last.plus(1).max(log_start());
     let to = next.min(g.true_hw);
     if from >= to {
         return None;
@@ -151,11 +155,7 @@ pub fn check_no_lost_acked_writes(
         if g.is_some_and(|g| g.declared_losses > 0) {
             continue;
         }
-        let leader = nodes.keys().copied().find(|n| {
-            n.cluster == w.cluster
-                && with_partition(nodes, *n, &w.tp, |p| p.is_leader()).unwrap_or(false)
-        });
-        let Some(leader) = leader else {
+        let Some(leader) = leader_of(nodes, w.cluster, &w.tp) else {
             continue; // offline partition at the end: nothing to read
         };
         for (i, v) in w.values.iter().enumerate() {
@@ -250,7 +250,7 @@ mod tests {
                 Offset(*o),
                 &value,
                 read_committed,
-                Offset(log_start),
+                || Offset(log_start),
                 ghost,
                 "c1",
             )?;

@@ -1,6 +1,7 @@
 //! kafka-semantics §2.3 items 1-10, checked after every event on the partition it touched
 //! (only the touched partition, so the cost per event stays small).
 
+use crate::world::node::lock;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -38,17 +39,12 @@ pub struct Checker {
     last_epoch: BTreeMap<(NodeId, TopicPartition), LeaderEpoch>,
     leader_hw: BTreeMap<(NodeId, TopicPartition), (LeaderEpoch, Offset)>,
     verified: BTreeMap<(NodeId, TopicPartition), Offset>,
-    events: u64,
 }
 
 impl Default for Checker {
     fn default() -> Self {
         Self::new()
     }
-}
-
-fn lock(m: &Mutex<SimNode>) -> std::sync::MutexGuard<'_, SimNode> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Checker {
@@ -64,7 +60,6 @@ impl Checker {
             last_epoch: BTreeMap::new(),
             leader_hw: BTreeMap::new(),
             verified: BTreeMap::new(),
-            events: 0,
         }
     }
 
@@ -72,12 +67,6 @@ impl Checker {
     #[must_use]
     pub fn violation(&self) -> Option<&Violation> {
         self.first.as_ref()
-    }
-
-    /// Events observed.
-    #[must_use]
-    pub fn events(&self) -> u64 {
-        self.events
     }
 
     /// Records a violation found outside `on_event` (end-of-run validations).
@@ -99,7 +88,6 @@ impl Checker {
         if self.first.is_some() {
             return;
         }
-        self.events += 1;
         if let Err(mut v) = self.check(ctx, event, nodes, name) {
             v.event_seq = ctx.seq;
             v.t_micros = ctx.t.0;
@@ -269,7 +257,7 @@ impl Checker {
                 Ok(())
             }
             Event::HighWatermarkChanged { tp, high_watermark } => {
-                self.on_hw(ctx, node, tp, *high_watermark, nodes, name)?;
+                self.on_hw(node, tp, *high_watermark, nodes, name)?;
                 self.check_replica(ctx, node, tp, nodes, name, false)
             }
             Event::LogStartChanged { tp, .. } | Event::IsrChanged { tp, .. } => {
@@ -301,12 +289,14 @@ impl Checker {
                 value,
                 read_committed,
             } => {
-                let log_start = nodes
-                    .keys()
-                    .filter(|n| n.cluster == cluster)
-                    .filter_map(|n| with_partition(nodes, *n, tp, |p| p.log.log_start_offset()))
-                    .max()
-                    .unwrap_or(Offset(0));
+                let log_start = || {
+                    nodes
+                        .keys()
+                        .filter(|n| n.cluster == cluster)
+                        .filter_map(|n| with_partition(nodes, *n, tp, |p| p.log.log_start_offset()))
+                        .max()
+                        .unwrap_or(Offset(0))
+                };
                 self.history.on_consumed(
                     cluster,
                     *client,
@@ -432,7 +422,6 @@ impl Checker {
 
     fn on_hw(
         &mut self,
-        ctx: &EventCtx,
         node: NodeId,
         tp: &TopicPartition,
         hw: Offset,
@@ -479,7 +468,6 @@ impl Checker {
                 g.true_hw = hw;
             }
         }
-        let _ = ctx;
         self.verify_prefix(node, tp, nodes, name)
     }
 
@@ -679,6 +667,14 @@ fn producer_state_difference(
         ));
     }
     None
+}
+
+/// The broker that leads `tp` in `cluster` now, if any.
+#[must_use]
+pub fn leader_of(nodes: &NodeMap, cluster: ClusterIdx, tp: &TopicPartition) -> Option<NodeId> {
+    nodes.keys().copied().find(|n| {
+        n.cluster == cluster && with_partition(nodes, *n, tp, Partition::is_leader).unwrap_or(false)
+    })
 }
 
 /// Runs `f` on a broker's replica of `tp`, if the node is a broker hosting it.

@@ -17,6 +17,7 @@
 //! | `valid_transitions` | `MirrorStateChanged`: allowed by the design, state epoch rises |
 //! | `failback_converges` | end of run ([`MirrorChecker::check_failback`]) |
 
+use crate::world::node::lock;
 use std::collections::{BTreeMap, BTreeSet};
 
 use mirror_core::broker::partition::Partition;
@@ -29,7 +30,7 @@ use mirror_core::types::{LeaderEpoch, Offset, TopicPartition};
 
 use super::Violation;
 use super::ghost::{Ghost, PartitionKey};
-use super::log_invariants::{NodeMap, with_partition};
+use super::log_invariants::{NodeMap, leader_of, with_partition};
 use crate::world::EventCtx;
 
 /// A failback seen so far: the old source `(cluster, tp)` started mirroring from the cluster
@@ -89,12 +90,6 @@ pub struct MirrorChecker {
     failbacks: BTreeMap<PartitionKey, Failback>,
     /// Results of the last [`MirrorChecker::check_failback`].
     pub failback_reports: Vec<FailbackReport>,
-}
-
-fn lock(
-    m: &std::sync::Mutex<crate::kafka::SimNode>,
-) -> std::sync::MutexGuard<'_, crate::kafka::SimNode> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs `f` on a node's broker, if it is one.
@@ -572,12 +567,6 @@ impl MirrorChecker {
         self.failback_reports = reports;
         Ok(())
     }
-}
-
-fn leader_of(nodes: &NodeMap, cluster: ClusterIdx, tp: &TopicPartition) -> Option<NodeId> {
-    nodes.keys().copied().find(|n| {
-        n.cluster == cluster && with_partition(nodes, *n, tp, Partition::is_leader).unwrap_or(false)
-    })
 }
 
 // ------------------------------------------------------------------ pure rules (unit-tested)

@@ -1,6 +1,7 @@
 //! [`KafkaWorld`]: clusters of real brokers and a controller each, clients, the checker wired
 //! as the world's observer, and the Kafka-level faults.
 
+use crate::world::node::lock;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -108,10 +109,6 @@ pub struct KafkaWorld {
     next_client: Arc<Mutex<u32>>,
     workload: Arc<Mutex<Vec<NodeId>>>,
     spec: Arc<KafkaWorldSpec>,
-}
-
-fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn broker_config(cluster: ClusterIdx, id: BrokerId, spec: &ClusterSpec) -> BrokerConfig {
