@@ -486,7 +486,7 @@ impl Broker {
             },
             FetchDecision::Read { fetch_offset, .. } => {
                 let data = p.log.read(fetch_offset, max_bytes.max(1), op.isolation);
-                let mut resp = match data {
+                let resp = match data {
                     Ok(d) => FetchPartitionResponse {
                         tp: fp.tp.clone(),
                         error: ErrorCode::None,
@@ -504,6 +504,10 @@ impl Broker {
                         view.log_start_offset,
                     ),
                 };
+                // The response carries the HW/LSO read before the follower's progress is
+                // recorded (Kafka `Partition.fetchRecords`: `LogReadInfo` holds the initial
+                // high watermark; `updateFollowerFetchState` runs after the read), so a
+                // follower learns a HW advance it caused on its next fetch.
                 if let Some((follower, broker_epoch)) = op.replica
                     && resp.error.is_ok()
                 {
@@ -514,10 +518,6 @@ impl Broker {
                         fp.log_start_offset,
                         broker_epoch,
                     );
-                    if let Some(p) = self.partitions.get(&fp.tp) {
-                        resp.high_watermark = p.log.high_watermark();
-                        resp.last_stable_offset = p.log.last_stable_offset();
-                    }
                 }
                 resp
             }
