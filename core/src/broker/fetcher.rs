@@ -158,10 +158,7 @@ impl Broker {
         let hw = p.log.high_watermark();
         self.truncate_replica(tp, hw, TruncationCause::HighWatermark);
         let p = &self.partitions[tp];
-        let state = FollowerFetchState::Fetching {
-            fetch_offset: p.log.log_end_offset(),
-            last_fetched_epoch: p.log.latest_epoch(),
-        };
+        let state = p.fetching_from_log_end();
         if let Some(part) = self
             .fetchers
             .get_mut(&leader)
@@ -364,10 +361,7 @@ impl Broker {
             );
             self.truncate_replica(&tp, ts.offset, TruncationCause::DivergingEpoch);
             let p = &self.partitions[&tp];
-            let state = FollowerFetchState::Fetching {
-                fetch_offset: p.log.log_end_offset(),
-                last_fetched_epoch: p.log.latest_epoch(),
-            };
+            let state = p.fetching_from_log_end();
             if let Some(part) = self.part_mut(leader, &tp) {
                 part.state = state;
             }
@@ -418,10 +412,7 @@ impl Broker {
             .log
             .maybe_increment_log_start_offset(ls_target)
             .unwrap_or(false);
-        let state = FollowerFetchState::Fetching {
-            fetch_offset: p.log.log_end_offset(),
-            last_fetched_epoch: p.log.latest_epoch(),
-        };
+        let state = p.fetching_from_log_end();
         self.io(io);
         self.emit_all(events);
         if let Some(hw) = new_hw.filter(|h| *h != hw_before) {
@@ -513,10 +504,7 @@ impl Broker {
         let Some(p) = self.partitions.get(tp) else {
             return;
         };
-        let state = FollowerFetchState::Fetching {
-            fetch_offset: p.log.log_end_offset(),
-            last_fetched_epoch: p.log.latest_epoch(),
-        };
+        let state = p.fetching_from_log_end();
         if let Some(part) = self.part_mut(leader, tp) {
             part.state = state;
             part.resetting = false;

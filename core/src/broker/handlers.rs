@@ -19,8 +19,8 @@ use crate::protocol::messages::{
 use crate::protocol::{CorrelationId, ErrorCode, NodeId, Request, Response};
 use crate::record::{BatchBuilder, ControlRecord, RecordBatch};
 use crate::replication::fetch_leader::{
-    FetchDecision, FetchIsolation, FetchPartitionRequest, LeaderView, check_leader_epoch,
-    handle_fetch, handle_offsets_for_leader_epoch,
+    FetchDecision, FetchIsolation, FetchPartitionRequest, check_leader_epoch, handle_fetch,
+    handle_offsets_for_leader_epoch,
 };
 use crate::replication::high_watermark::{HwConfig, effective_min_isr};
 use crate::replication::isr::{check_enough_replicas_reach_offset, produce_acks_all_precheck};
@@ -445,15 +445,7 @@ impl Broker {
         let Some(p) = self.partitions.get(&fp.tp) else {
             return empty(unknown, Offset(-1), Offset(-1), Offset(-1));
         };
-        let view = LeaderView {
-            leader_epoch: p.leader_epoch,
-            is_leader: p.is_leader(),
-            epoch_cache: p.log.epoch_cache(),
-            log_start_offset: p.log.log_start_offset(),
-            log_end_offset: p.log.log_end_offset(),
-            high_watermark: p.log.high_watermark(),
-            last_stable_offset: p.log.last_stable_offset(),
-        };
+        let view = p.leader_view();
         let replica_id = op.replica.map(|(b, _)| b);
         let req = FetchPartitionRequest {
             fetch_offset: fp.fetch_offset,
@@ -824,15 +816,7 @@ impl Broker {
                 out.push((tp.clone(), self.unknown_or_not_leader(&tp), undefined));
                 continue;
             };
-            let view = LeaderView {
-                leader_epoch: p.leader_epoch,
-                is_leader: p.is_leader(),
-                epoch_cache: p.log.epoch_cache(),
-                log_start_offset: p.log.log_start_offset(),
-                log_end_offset: p.log.log_end_offset(),
-                high_watermark: p.log.high_watermark(),
-                last_stable_offset: p.log.last_stable_offset(),
-            };
+            let view = p.leader_view();
             match handle_offsets_for_leader_epoch(&view, current, epoch) {
                 Ok(r) => out.push((tp, ErrorCode::None, r)),
                 Err(e) => out.push((tp, e, undefined)),

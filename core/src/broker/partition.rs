@@ -8,6 +8,8 @@ use super::output::Event;
 use super::storage::PartitionFiles;
 use crate::log::partition_log::PartitionLog;
 use crate::protocol::metadata::PartitionRegistration;
+use crate::replication::fetch_follower::FollowerFetchState;
+use crate::replication::fetch_leader::LeaderView;
 use crate::replication::high_watermark::{HwConfig, maybe_increment_leader_hw};
 use crate::replication::isr::{IsrState, out_of_sync_replicas, should_expand_isr};
 use crate::replication::replica::ReplicaState;
@@ -61,6 +63,30 @@ pub struct Partition {
 }
 
 impl Partition {
+    /// What the leader-side fetch and OffsetsForLeaderEpoch rules read of this replica.
+    #[must_use]
+    pub fn leader_view(&self) -> LeaderView<'_> {
+        LeaderView {
+            leader_epoch: self.leader_epoch,
+            is_leader: self.is_leader(),
+            epoch_cache: self.log.epoch_cache(),
+            log_start_offset: self.log.log_start_offset(),
+            log_end_offset: self.log.log_end_offset(),
+            high_watermark: self.log.high_watermark(),
+            last_stable_offset: self.log.last_stable_offset(),
+        }
+    }
+
+    /// A replica fetcher's state for fetching from this replica's log end (Kafka:
+    /// `PartitionFetchState` at the LEO with the latest epoch as `lastFetchedEpoch`).
+    #[must_use]
+    pub fn fetching_from_log_end(&self) -> FollowerFetchState {
+        FollowerFetchState::Fetching {
+            fetch_offset: self.log.log_end_offset(),
+            last_fetched_epoch: self.log.latest_epoch(),
+        }
+    }
+
     /// A replica that has not yet applied any leadership.
     #[must_use]
     pub fn new(
