@@ -539,3 +539,21 @@ fn producer_state_survives_log_start_moves_via_base_snapshot() {
     );
     assert_eq!(*l.producer_state(), l.replayed_producer_state());
 }
+
+#[test]
+fn batches_from_starts_at_the_batch_containing_the_offset() {
+    let mut l = log();
+    for n in [3, 2, 4] {
+        lead(&mut l, &plain(n), 0); // offsets 0-2, 3-4, 5-8
+    }
+    let bases = |from: i64| -> Vec<i64> {
+        l.batches_from(Offset(from))
+            .map(|b| b.base_offset().0)
+            .collect()
+    };
+    assert_eq!(bases(0), vec![0, 3, 5]);
+    assert_eq!(bases(2), vec![0, 3, 5]);
+    assert_eq!(bases(3), vec![3, 5]);
+    assert_eq!(bases(8), vec![5]);
+    assert_eq!(bases(9), Vec::<i64>::new());
+}

@@ -317,6 +317,13 @@ impl PartitionLog {
         self.batches.iter()
     }
 
+    /// Retained batches from the one containing `offset` on (every batch whose last offset is
+    /// at or above it), found by binary search.
+    pub fn batches_from(&self, offset: Offset) -> impl DoubleEndedIterator<Item = &RecordBatch> {
+        let i = self.batches.partition_point(|b| b.last_offset() < offset);
+        self.batches.range(i..)
+    }
+
     /// Number of retained batches.
     #[must_use]
     pub fn batch_count(&self) -> usize {

@@ -455,8 +455,8 @@ impl Checker {
                 let from = g.true_hw;
                 let batches = with_partition(nodes, node, tp, |p| {
                     p.log
-                        .batches()
-                        .filter(|b| b.last_offset() >= from && b.last_offset() < hw)
+                        .batches_from(from)
+                        .take_while(|b| b.last_offset() < hw)
                         .cloned()
                         .collect::<Vec<_>>()
                 })
@@ -489,8 +489,8 @@ impl Checker {
             let upto = p.log.high_watermark().min(g.true_hw);
             for b in p
                 .log
-                .batches()
-                .filter(|b| b.last_offset() >= from && b.last_offset() < upto)
+                .batches_from(from)
+                .take_while(|b| b.last_offset() < upto)
             {
                 if let Some(c) = g.committed.get(&b.base_offset())
                     && c != b
