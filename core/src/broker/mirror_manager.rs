@@ -987,11 +987,8 @@ fn greatest_epoch_with_records(log: &crate::log::PartitionLog) -> i32 {
 /// The greatest epoch with a record below `end` (-1 if none).
 fn greatest_epoch_below(log: &crate::log::PartitionLog, end: Offset) -> i32 {
     log.epoch_cache()
-        .epoch_entries()
-        .iter()
-        .rev()
-        .find(|e| e.start_offset < end)
-        .map_or(-1, |e| e.epoch.0)
+        .epoch_for_offset(end.plus(-1))
+        .map_or(-1, |e| e.0)
 }
 
 /// `(LME, end offset)` of the mirrored log: up to the LEO, or up to a trailing
