@@ -412,8 +412,16 @@ impl Broker {
             });
         } else if r.high_watermark.0 >= 0 && r.high_watermark < fetch_offset {
             self.truncate_replica(tp, r.high_watermark, TruncationCause::Mirror);
-        } else if let Some(p) = self.mirror_fetch.parts.get_mut(tp) {
-            p.delayed_until = Some(self.now.plus_millis(1_000));
+        } else {
+            // Neither below the source log start nor above its HW (a stale answer): back off
+            // before asking again. The backoff is set after the reset, which clears it.
+            self.reset_mirror_part(tp);
+            let backoff = self.now.plus_millis(1_000);
+            if let Some(p) = self.mirror_fetch.parts.get_mut(tp) {
+                p.delayed_until = Some(backoff);
+            }
+            self.timers.set_if_earlier(TimerId::MirrorRetry, backoff);
+            return;
         }
         self.reset_mirror_part(tp);
     }
