@@ -672,9 +672,19 @@ fn producer_state_difference(
 /// The broker that leads `tp` in `cluster` now, if any.
 #[must_use]
 pub fn leader_of(nodes: &NodeMap, cluster: ClusterIdx, tp: &TopicPartition) -> Option<NodeId> {
-    nodes.keys().copied().find(|n| {
-        n.cluster == cluster && with_partition(nodes, *n, tp, Partition::is_leader).unwrap_or(false)
-    })
+    // A crashed, paused or isolated old leader still believes it leads until it learns the
+    // new epoch: the current leader is the claimant with the highest leader epoch.
+    nodes
+        .keys()
+        .copied()
+        .filter(|n| n.cluster == cluster)
+        .filter_map(|n| {
+            with_partition(nodes, n, tp, |p| p.is_leader().then_some(p.leader_epoch))
+                .flatten()
+                .map(|e| (e, n))
+        })
+        .max_by_key(|(e, n)| (*e, std::cmp::Reverse(*n)))
+        .map(|(_, n)| n)
 }
 
 /// Runs `f` on a broker's replica of `tp`, if the node is a broker hosting it.

@@ -3,6 +3,7 @@
 //! converge), 2 bad input.
 
 pub mod bench;
+pub mod scenarios;
 pub mod seeds;
 pub mod tour;
 
@@ -62,6 +63,24 @@ pub enum Command {
         /// The seed is a two-cluster mirror plan.
         #[arg(long)]
         mirror: bool,
+    },
+    /// Run scenario files (or every `*.toml` in a directory) and check their expectations.
+    Run {
+        /// Scenario files or directories.
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+        /// Run under this design instead of the file's (e.g. `seed-no-pid-reset`).
+        #[arg(long)]
+        design: Option<String>,
+        /// Print the compact trace.
+        #[arg(long)]
+        trace: bool,
+        /// Print every RPC-level event too.
+        #[arg(long)]
+        verbose: bool,
+        /// One JSON object per scenario.
+        #[arg(long)]
+        json: bool,
     },
     /// List invariants, fault kinds and designs.
     List,
@@ -137,6 +156,13 @@ pub fn run(cli: Cli) -> i32 {
             mirror,
         }) => replay(&target, verbose, ablation.as_deref(), mirror),
         Some(Command::Bench { scales }) => bench::run(&scales),
+        Some(Command::Run {
+            scenarios,
+            design,
+            trace,
+            verbose,
+            json,
+        }) => scenarios::run(&scenarios, design.as_deref(), trace, verbose, json),
     };
     match res {
         Ok(code) => code,

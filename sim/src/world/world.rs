@@ -746,6 +746,13 @@ impl<N: Node + Send + 'static> World<N> {
         }
     }
 
+    /// Records a compact trace line written by a driver (a scenario step, an operator
+    /// action) at the current simulated time; returns its event number.
+    pub fn note(&self, node: &str, subject: &str, text: &str) -> u64 {
+        let t = self.now().0;
+        lock(&self.inner.trace).event(crate::trace::TraceLevel::Compact, t, node, subject, text)
+    }
+
     fn emit(&self, ev: &TraceEvent<'_>) -> u64 {
         let r = ev.render(&self.inner.names);
         let t = self.now().0;

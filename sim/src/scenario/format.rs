@@ -1,0 +1,1064 @@
+//! The scenario file format (TOML): a world (clusters), an optional design, a list of steps
+//! run in order, and the expected verdict. The README documents it with an example.
+//!
+//! Parsing is two passes: `toml` + serde build the typed file (syntax errors, unknown keys,
+//! wrong types and unknown step kinds come back with the line), then [`Scenario::validate`]
+//! checks what serde cannot (cluster names that exist, brokers in range, state and design
+//! names), naming the step's line and the field. Nothing here panics on bad input.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use mirror_core::mirror::{Design, MirrorPartitionState};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Why a scenario file was refused: the file, the line, the field, and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file (as given).
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The field (`step[3].cluster`), when known.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// One cluster of the world.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterDef {
+    /// Its name (`src`, `dst`): steps refer to clusters by name; brokers are `<name>-<id>`.
+    pub name: String,
+    /// Broker count (1..=7).
+    pub brokers: u16,
+    /// Cluster default `unclean.leader.election.enable`.
+    #[serde(default)]
+    pub unclean_leader_election: bool,
+    /// `log.flush.interval.ms` (absent: never, Kafka's default).
+    #[serde(default)]
+    pub flush_interval_ms: Option<i64>,
+    /// Cluster default `min.insync.replicas`.
+    #[serde(default)]
+    pub min_insync_replicas: Option<usize>,
+}
+
+/// A broker named by id or by role for a partition (`"leader"`, `"follower"`: the first
+/// in-sync non-leader replica), resolved when the step runs.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum BrokerRef {
+    /// Broker id (1-based).
+    Id(i32),
+    /// `leader` or `follower` of the step's `topic`/`partition`.
+    Role(String),
+}
+
+/// How a crash treats data not yet flushed.
+#[derive(Copy, Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CrashModeDef {
+    /// A process crash: the page cache survives.
+    #[default]
+    Process,
+    /// Power loss: unflushed writes are lost.
+    PowerLoss,
+    /// Power loss that may tear the last write.
+    Torn,
+}
+
+/// Consumer isolation.
+#[derive(Copy, Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum IsolationDef {
+    /// Up to the HW.
+    #[default]
+    ReadUncommitted,
+    /// Up to the LSO.
+    ReadCommitted,
+}
+
+/// A background producer's kind.
+#[derive(Copy, Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ProducerKindDef {
+    /// Idempotent, acks=all.
+    #[default]
+    Idempotent,
+    /// Transactional (commits, and aborts one transaction in `abort_one_in`).
+    Transactional,
+}
+
+const fn one() -> i32 {
+    1
+}
+const fn minus_one() -> i16 {
+    -1
+}
+const fn default_timeout() -> u64 {
+    60_000
+}
+
+/// One step. `do` names the kind; every step may carry `at_ms` (do not start before this
+/// simulated time, counted from the scenario's start) and a `note` printed in the trace.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "do", rename_all = "snake_case", deny_unknown_fields)]
+pub enum StepKind {
+    /// CreateTopics; waits until every partition has a leader.
+    CreateTopic {
+        cluster: String,
+        topic: String,
+        #[serde(default = "one")]
+        partitions: i32,
+        #[serde(default)]
+        replication_factor: Option<i16>,
+        #[serde(default)]
+        configs: BTreeMap<String, String>,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// `batches` batches of `records` records to the partition leader, one at a time. With
+    /// `producer_id` the batches are idempotent (or `transactional`) with sequences that
+    /// continue per producer and partition unless `sequence` is given.
+    Produce {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        #[serde(default = "one")]
+        batches: i32,
+        #[serde(default = "one")]
+        records: i32,
+        #[serde(default = "minus_one")]
+        acks: i16,
+        #[serde(default)]
+        producer_id: Option<i64>,
+        #[serde(default)]
+        producer_epoch: i16,
+        #[serde(default)]
+        sequence: Option<i32>,
+        #[serde(default)]
+        transactional: bool,
+        /// Expected error name (default `NONE`).
+        #[serde(default)]
+        expect: Option<String>,
+        /// Expected base offset of the first batch (the others follow contiguously).
+        #[serde(default)]
+        expect_offset: Option<i64>,
+    },
+    /// A COMMIT or ABORT marker written to the leader as the transaction coordinator would
+    /// (WriteTxnMarkers).
+    EndTxn {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        producer_id: i64,
+        #[serde(default)]
+        producer_epoch: i16,
+        commit: bool,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// A read from the leader; checks the error and, when given, HW / LSO / log start and
+    /// the number of records returned.
+    Consume {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        #[serde(default)]
+        offset: i64,
+        #[serde(default)]
+        isolation: IsolationDef,
+        #[serde(default)]
+        expect: Option<String>,
+        #[serde(default)]
+        expect_records: Option<i64>,
+        #[serde(default)]
+        expect_hw: Option<i64>,
+        #[serde(default)]
+        expect_lso: Option<i64>,
+        #[serde(default)]
+        expect_log_start: Option<i64>,
+    },
+    /// Background producers (the workload clients the chaos engine uses).
+    StartProducer {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        kind: ProducerKindDef,
+        /// Records per second.
+        rate: u32,
+        #[serde(default)]
+        abort_one_in: u32,
+    },
+    /// Closes every background producer.
+    StopProducers,
+    /// KIP-1279 CreateMirror on the destination `cluster`, pulling from `source`.
+    CreateMirror {
+        cluster: String,
+        mirror: String,
+        source: String,
+        #[serde(default)]
+        configs: BTreeMap<String, String>,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// StartMirrorTopics (topic ids and partition counts are read from the source).
+    StartMirror {
+        cluster: String,
+        mirror: String,
+        source: String,
+        topics: Vec<String>,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// StopMirrorTopics (failover).
+    StopMirror {
+        cluster: String,
+        mirror: String,
+        topics: Vec<String>,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// PauseMirrorTopics.
+    PauseMirror {
+        cluster: String,
+        mirror: String,
+        topics: Vec<String>,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// ResumeMirrorTopics.
+    ResumeMirror {
+        cluster: String,
+        mirror: String,
+        topics: Vec<String>,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// DeleteMirror.
+    DeleteMirror {
+        cluster: String,
+        mirror: String,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// DeleteTopics.
+    DeleteTopic {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// CreatePartitions to a new total `count`.
+    CreatePartitions {
+        cluster: String,
+        topic: String,
+        count: i32,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// IncrementalAlterConfigs on a topic (`value` absent: delete the key).
+    AlterTopicConfig {
+        cluster: String,
+        topic: String,
+        key: String,
+        #[serde(default)]
+        value: Option<String>,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// DeleteRecords before `offset` on the leader.
+    DeleteRecords {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        offset: i64,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// ElectLeaders with unclean = true (acts when the partition has no leader).
+    UncleanElection {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// Crashes a broker (stays down until `restart`).
+    Crash {
+        cluster: String,
+        broker: BrokerRef,
+        #[serde(default)]
+        topic: Option<String>,
+        #[serde(default)]
+        partition: i32,
+        #[serde(default)]
+        mode: CrashModeDef,
+    },
+    /// Restarts a crashed broker.
+    Restart { cluster: String, broker: i32 },
+    /// Restarts every crashed broker of `cluster` (of every cluster when absent).
+    RestartAll {
+        #[serde(default)]
+        cluster: Option<String>,
+    },
+    /// Pauses a broker (a stop-the-world pause).
+    PauseBroker { cluster: String, broker: i32 },
+    /// Resumes a paused broker.
+    ResumeBroker { cluster: String, broker: i32 },
+    /// Cuts a broker from everything; `id` names the fault for `heal`.
+    Isolate {
+        cluster: String,
+        broker: BrokerRef,
+        #[serde(default)]
+        topic: Option<String>,
+        #[serde(default)]
+        partition: i32,
+        id: String,
+    },
+    /// Cuts a broker from its controller only (it is fenced but keeps serving).
+    IsolateFromController {
+        cluster: String,
+        broker: i32,
+        id: String,
+    },
+    /// Cuts every link between two clusters (`one_way`: only `from` → `to` traffic).
+    PartitionClusters {
+        from: String,
+        to: String,
+        #[serde(default)]
+        one_way: bool,
+        id: String,
+    },
+    /// Heals the network fault named `id`.
+    Heal { id: String },
+    /// Heals every link fault, full disk and pause.
+    HealAll,
+    /// A broker's disk is full (`on = false` frees it).
+    DiskFull {
+        cluster: String,
+        broker: i32,
+        on: bool,
+    },
+    /// Lets simulated time pass.
+    Sleep { ms: u64 },
+    /// Waits until the partition leader's mirror state is `state`.
+    WaitState {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        state: String,
+        #[serde(default = "default_timeout")]
+        timeout_ms: u64,
+    },
+    /// Waits until, for every partition of `topic`, the two clusters' leaders hold the same
+    /// batches and every live replica on both sides caught up (LEO = HW = the leader's).
+    WaitConverged {
+        clusters: Vec<String>,
+        topic: String,
+        #[serde(default = "default_timeout")]
+        timeout_ms: u64,
+    },
+    /// Waits until the leader's HW (and LEO, when given) reach these values.
+    WaitOffsets {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        #[serde(default)]
+        hw: Option<i64>,
+        #[serde(default)]
+        leo: Option<i64>,
+        /// Wait for every live replica, not only the leader.
+        #[serde(default)]
+        all_replicas: bool,
+        #[serde(default = "default_timeout")]
+        timeout_ms: u64,
+    },
+    /// Waits until the partition has a leader (or, with `none = true`, has none).
+    WaitLeader {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        #[serde(default)]
+        none: bool,
+        /// The leader must be a broker that is up (after a crash, the controller needs a
+        /// session timeout to move leadership away from the dead broker).
+        #[serde(default)]
+        live: bool,
+        #[serde(default = "default_timeout")]
+        timeout_ms: u64,
+    },
+    /// The leader's mirror state is `state` now.
+    ExpectState {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        state: String,
+    },
+    /// The partition's log, offset by offset: `batches` as `"<base>-<last>@<epoch> <kind>"`
+    /// (kind: data, txn, commit, abort, pid_reset; `@*` matches any epoch), the epoch cache
+    /// as `[epoch, start]` pairs, and the bounds. Checked on the leader and, unless
+    /// `leader_only`, on every live replica.
+    ExpectLog {
+        cluster: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        #[serde(default)]
+        batches: Option<Vec<String>>,
+        #[serde(default)]
+        epochs: Option<Vec<[i64; 2]>>,
+        #[serde(default)]
+        log_start: Option<i64>,
+        #[serde(default)]
+        lso: Option<i64>,
+        #[serde(default)]
+        hw: Option<i64>,
+        #[serde(default)]
+        leo: Option<i64>,
+        #[serde(default)]
+        leader_epoch_above: Option<i64>,
+        #[serde(default)]
+        leader_only: bool,
+    },
+    /// The two clusters' leaders hold byte-identical logs for the partition.
+    ExpectLogsEqual {
+        clusters: Vec<String>,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+    },
+    /// The data-loss events the checker was told about on `cluster` (unclean elections,
+    /// mirror truncations, failback truncations), as `"<cause>@<from_offset>"`, in order.
+    ExpectLosses {
+        cluster: String,
+        losses: Vec<String>,
+    },
+}
+
+/// A step with its optional timing and note.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct StepDef {
+    /// Do not start before this simulated time (ms after the scenario's start).
+    #[serde(default)]
+    pub at_ms: Option<u64>,
+    /// Free text for the trace.
+    #[serde(default)]
+    pub note: Option<String>,
+    /// What to do.
+    #[serde(flatten)]
+    pub kind: StepKind,
+}
+
+/// The verdict a scenario expects.
+#[derive(Copy, Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpectedVerdict {
+    /// Every step held and no invariant broke.
+    #[default]
+    Pass,
+    /// An invariant broke (the one named in `invariant`, if given).
+    Violation,
+}
+
+/// The `[expect]` table.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectDef {
+    /// `pass` (default) or `violation`.
+    #[serde(default)]
+    pub verdict: ExpectedVerdict,
+    /// With `violation`: the invariant that must break first.
+    #[serde(default)]
+    pub invariant: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    name: Option<String>,
+    description: String,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    design: Option<Spanned<String>>,
+    #[serde(rename = "cluster")]
+    clusters: Vec<Spanned<ClusterDef>>,
+    #[serde(rename = "step", default)]
+    steps: Vec<Spanned<StepDef>>,
+    #[serde(default)]
+    expect: Option<Spanned<ExpectDef>>,
+}
+
+/// A parsed and validated scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// The file it came from (for messages).
+    pub file: String,
+    /// Its name (the `name` key, else the file stem).
+    pub name: String,
+    /// One paragraph on what it shows.
+    pub description: String,
+    /// Catalogue tags (`S5`, `failback`, ...).
+    pub tags: Vec<String>,
+    /// The madsim seed.
+    pub seed: u64,
+    /// The design (kip1279.md A.3); `seed` unless given.
+    pub design: Design,
+    /// Clusters, in index order (the first is cluster 0).
+    pub clusters: Vec<ClusterDef>,
+    /// Steps with their 1-based line.
+    pub steps: Vec<(usize, StepDef)>,
+    /// Expected verdict.
+    pub expect: ExpectDef,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset.min(text.len()))
+        .map_or(1, |t| t.bytes().filter(|b| *b == b'\n').count() + 1)
+}
+
+impl Scenario {
+    /// Reads and parses a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: file.clone(),
+            line: None,
+            field: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        let stem = path
+            .file_stem()
+            .map_or_else(|| file.clone(), |s| s.to_string_lossy().into_owned());
+        Scenario::parse(&text, &file, &stem)
+    }
+
+    /// Parses scenario text; `file` names it in errors and `stem` is the default name.
+    pub fn parse(text: &str, file: &str, stem: &str) -> Result<Scenario, ScenarioError> {
+        let raw: RawFile = toml::from_str(text).map_err(|e| ScenarioError {
+            file: file.to_owned(),
+            line: e.span().map(|s| line_of(text, s.start)),
+            field: None,
+            message: e.message().trim().to_owned(),
+        })?;
+        let err = |span: std::ops::Range<usize>, field: String, message: String| ScenarioError {
+            file: file.to_owned(),
+            line: Some(line_of(text, span.start)),
+            field: Some(field),
+            message,
+        };
+        let design = match &raw.design {
+            None => Design::default(),
+            Some(d) => Design::parse(d.get_ref())
+                .map_err(|e| err(d.span(), "design".into(), e.to_string()))?,
+        };
+        if raw.clusters.is_empty() {
+            return Err(ScenarioError {
+                file: file.to_owned(),
+                line: None,
+                field: Some("cluster".into()),
+                message: "a scenario needs at least one [[cluster]]".into(),
+            });
+        }
+        let expect = raw
+            .expect
+            .as_ref()
+            .map(|e| e.get_ref().clone())
+            .unwrap_or_default();
+        if let (ExpectedVerdict::Pass, Some(_), Some(e)) =
+            (expect.verdict, &expect.invariant, &raw.expect)
+        {
+            return Err(err(
+                e.span(),
+                "expect.invariant".into(),
+                "an invariant can only be named with verdict = \"violation\"".into(),
+            ));
+        }
+        let sc = Scenario {
+            file: file.to_owned(),
+            name: raw.name.clone().unwrap_or_else(|| stem.to_owned()),
+            description: raw.description.clone(),
+            tags: raw.tags.clone(),
+            seed: raw.seed.unwrap_or(1),
+            design,
+            clusters: raw.clusters.iter().map(|c| c.get_ref().clone()).collect(),
+            steps: raw
+                .steps
+                .iter()
+                .map(|s| (line_of(text, s.span().start), s.get_ref().clone()))
+                .collect(),
+            expect,
+        };
+        for (i, c) in raw.clusters.iter().enumerate() {
+            let c_ref = c.get_ref();
+            if !(1..=7).contains(&c_ref.brokers) {
+                return Err(err(
+                    c.span(),
+                    format!("cluster[{i}].brokers"),
+                    format!("{} brokers: a cluster has 1 to 7", c_ref.brokers),
+                ));
+            }
+            if raw.clusters[..i]
+                .iter()
+                .any(|o| o.get_ref().name == c_ref.name)
+            {
+                return Err(err(
+                    c.span(),
+                    format!("cluster[{i}].name"),
+                    format!("cluster `{}` is defined twice", c_ref.name),
+                ));
+            }
+        }
+        for (i, s) in raw.steps.iter().enumerate() {
+            sc.validate_step(s.get_ref())
+                .map_err(|(field, msg)| err(s.span(), format!("step[{}].{field}", i + 1), msg))?;
+        }
+        Ok(sc)
+    }
+
+    /// The index of cluster `name`.
+    #[must_use]
+    pub fn cluster_index(&self, name: &str) -> Option<usize> {
+        self.clusters.iter().position(|c| c.name == name)
+    }
+
+    fn validate_step(&self, step: &StepDef) -> Result<(), (String, String)> {
+        use StepKind as K;
+        let cluster = |field: &str, name: &str| -> Result<usize, (String, String)> {
+            self.cluster_index(name).ok_or_else(|| {
+                (
+                    field.to_owned(),
+                    format!(
+                        "unknown cluster `{name}` (defined: {})",
+                        self.clusters
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })
+        };
+        let broker = |c: usize, b: i32| -> Result<(), (String, String)> {
+            let n = i32::from(self.clusters[c].brokers);
+            if (1..=n).contains(&b) {
+                Ok(())
+            } else {
+                Err((
+                    "broker".into(),
+                    format!(
+                        "broker {b} does not exist in `{}` (brokers 1..={n})",
+                        self.clusters[c].name
+                    ),
+                ))
+            }
+        };
+        let broker_ref = |c: usize, b: &BrokerRef, topic: &Option<String>| match b {
+            BrokerRef::Id(id) => broker(c, *id),
+            BrokerRef::Role(r) if r == "leader" || r == "follower" => {
+                if topic.is_none() {
+                    Err((
+                        "topic".into(),
+                        format!("broker = \"{r}\" needs the topic (and partition) it leads"),
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+            BrokerRef::Role(r) => Err((
+                "broker".into(),
+                format!("`{r}`: expected a broker id, \"leader\" or \"follower\""),
+            )),
+        };
+        let state = |s: &str| -> Result<(), (String, String)> {
+            parse_state(s).map(|_| ()).ok_or_else(|| {
+                (
+                    "state".into(),
+                    format!(
+                        "unknown mirror state `{s}` (one of {})",
+                        MirrorPartitionState::ALL
+                            .iter()
+                            .map(|s| s.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })
+        };
+        let expect = |e: &Option<String>| -> Result<(), (String, String)> {
+            match e {
+                Some(name)
+                    if name.is_empty()
+                        || !name.chars().all(|c| c.is_ascii_uppercase() || c == '_') =>
+                {
+                    Err((
+                        "expect".into(),
+                        format!("`{name}` is not a Kafka error name (like NONE or READ_ONLY_TOPIC)"),
+                    ))
+                }
+                _ => Ok(()),
+            }
+        };
+        let positive = |field: &str, v: i64| -> Result<(), (String, String)> {
+            if v > 0 {
+                Ok(())
+            } else {
+                Err((field.into(), format!("must be positive, got {v}")))
+            }
+        };
+        match &step.kind {
+            K::CreateTopic {
+                cluster: c,
+                partitions,
+                replication_factor,
+                expect: e,
+                ..
+            } => {
+                let ci = cluster("cluster", c)?;
+                positive("partitions", i64::from(*partitions))?;
+                if let Some(rf) = replication_factor {
+                    positive("replication_factor", i64::from(*rf))?;
+                    if *rf > i16::try_from(self.clusters[ci].brokers).unwrap_or(i16::MAX) {
+                        return Err((
+                            "replication_factor".into(),
+                            format!(
+                                "RF {rf} exceeds the {} brokers of `{c}`",
+                                self.clusters[ci].brokers
+                            ),
+                        ));
+                    }
+                }
+                expect(e)
+            }
+            K::Produce {
+                cluster: c,
+                batches,
+                records,
+                acks,
+                transactional,
+                producer_id,
+                expect: e,
+                ..
+            } => {
+                cluster("cluster", c)?;
+                positive("batches", i64::from(*batches))?;
+                positive("records", i64::from(*records))?;
+                if ![-1, 0, 1].contains(acks) {
+                    return Err(("acks".into(), format!("acks {acks}: expected -1, 0 or 1")));
+                }
+                if *transactional && producer_id.is_none() {
+                    return Err((
+                        "producer_id".into(),
+                        "a transactional batch needs a producer_id".into(),
+                    ));
+                }
+                expect(e)
+            }
+            K::EndTxn {
+                cluster: c,
+                expect: e,
+                ..
+            }
+            | K::Consume {
+                cluster: c,
+                expect: e,
+                ..
+            }
+            | K::DeleteMirror {
+                cluster: c,
+                expect: e,
+                ..
+            }
+            | K::DeleteTopic {
+                cluster: c,
+                expect: e,
+                ..
+            }
+            | K::CreatePartitions {
+                cluster: c,
+                expect: e,
+                ..
+            }
+            | K::AlterTopicConfig {
+                cluster: c,
+                expect: e,
+                ..
+            }
+            | K::DeleteRecords {
+                cluster: c,
+                expect: e,
+                ..
+            }
+            | K::UncleanElection {
+                cluster: c,
+                expect: e,
+                ..
+            }
+            | K::StopMirror {
+                cluster: c,
+                expect: e,
+                ..
+            }
+            | K::PauseMirror {
+                cluster: c,
+                expect: e,
+                ..
+            }
+            | K::ResumeMirror {
+                cluster: c,
+                expect: e,
+                ..
+            } => {
+                cluster("cluster", c)?;
+                expect(e)
+            }
+            K::StartProducer { cluster: c, rate, .. } => {
+                cluster("cluster", c)?;
+                positive("rate", i64::from(*rate))
+            }
+            K::CreateMirror {
+                cluster: c,
+                source,
+                expect: e,
+                ..
+            }
+            | K::StartMirror {
+                cluster: c,
+                source,
+                expect: e,
+                ..
+            } => {
+                cluster("cluster", c)?;
+                cluster("source", source)?;
+                expect(e)
+            }
+            K::Crash {
+                cluster: c,
+                broker: b,
+                topic,
+                ..
+            }
+            | K::Isolate {
+                cluster: c,
+                broker: b,
+                topic,
+                ..
+            } => {
+                let ci = cluster("cluster", c)?;
+                broker_ref(ci, b, topic)
+            }
+            K::Restart { cluster: c, broker: b }
+            | K::PauseBroker { cluster: c, broker: b }
+            | K::ResumeBroker { cluster: c, broker: b }
+            | K::IsolateFromController {
+                cluster: c, broker: b, ..
+            }
+            | K::DiskFull {
+                cluster: c, broker: b, ..
+            } => {
+                let ci = cluster("cluster", c)?;
+                broker(ci, *b)
+            }
+            K::PartitionClusters { from, to, .. } => {
+                cluster("from", from)?;
+                cluster("to", to)?;
+                if from == to {
+                    return Err(("to".into(), "a partition needs two different clusters".into()));
+                }
+                Ok(())
+            }
+            K::WaitState {
+                cluster: c,
+                state: s,
+                ..
+            }
+            | K::ExpectState {
+                cluster: c,
+                state: s,
+                ..
+            } => {
+                cluster("cluster", c)?;
+                state(s)
+            }
+            K::WaitConverged { clusters, .. } | K::ExpectLogsEqual { clusters, .. } => {
+                if clusters.len() != 2 {
+                    return Err((
+                        "clusters".into(),
+                        format!("expected two clusters, got {}", clusters.len()),
+                    ));
+                }
+                for c in clusters {
+                    cluster("clusters", c)?;
+                }
+                Ok(())
+            }
+            K::WaitOffsets { cluster: c, .. }
+            | K::WaitLeader { cluster: c, .. }
+            | K::ExpectLosses { cluster: c, .. } => cluster("cluster", c).map(|_| ()),
+            K::ExpectLog {
+                cluster: c,
+                batches,
+                ..
+            } => {
+                cluster("cluster", c)?;
+                for (i, b) in batches.iter().flatten().enumerate() {
+                    BatchPattern::parse(b)
+                        .map_err(|m| (format!("batches[{i}]"), format!("`{b}`: {m}")))?;
+                }
+                Ok(())
+            }
+            K::RestartAll { cluster: c } => match c {
+                Some(c) => cluster("cluster", c).map(|_| ()),
+                None => Ok(()),
+            },
+            K::StopProducers | K::Heal { .. } | K::HealAll | K::Sleep { .. } => Ok(()),
+        }
+    }
+}
+
+/// A mirror state by its KIP name (`MIRRORING`) or lower-case (`mirroring`).
+#[must_use]
+pub fn parse_state(s: &str) -> Option<MirrorPartitionState> {
+    MirrorPartitionState::ALL
+        .into_iter()
+        .find(|st| st.name().eq_ignore_ascii_case(s))
+}
+
+/// What a batch is, for offset-by-offset expectations.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BatchKind {
+    /// Plain or idempotent data.
+    Data,
+    /// Transactional data.
+    Txn,
+    /// COMMIT marker.
+    Commit,
+    /// ABORT marker.
+    Abort,
+    /// KIP-1279 `MIRROR_PID_RESET`.
+    PidReset,
+    /// Another control record type.
+    OtherControl,
+}
+
+impl BatchKind {
+    /// Its name in `expect_log.batches`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            BatchKind::Data => "data",
+            BatchKind::Txn => "txn",
+            BatchKind::Commit => "commit",
+            BatchKind::Abort => "abort",
+            BatchKind::PidReset => "pid_reset",
+            BatchKind::OtherControl => "control",
+        }
+    }
+}
+
+/// One expected batch: `"0-3@0 data"`, `"11@0 commit"` (one offset), `"12@* pid_reset"`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchPattern {
+    /// Base offset.
+    pub base: i64,
+    /// Last offset.
+    pub last: i64,
+    /// Partition leader epoch (`None` = any).
+    pub epoch: Option<i32>,
+    /// Kind.
+    pub kind: BatchKind,
+}
+
+impl BatchPattern {
+    /// Parses `"<base>[-<last>]@<epoch|*> <kind>"`.
+    pub fn parse(s: &str) -> Result<BatchPattern, String> {
+        let (range, kind) = s
+            .trim()
+            .split_once(' ')
+            .ok_or("expected \"<base>-<last>@<epoch> <kind>\"")?;
+        let kind = [
+            BatchKind::Data,
+            BatchKind::Txn,
+            BatchKind::Commit,
+            BatchKind::Abort,
+            BatchKind::PidReset,
+            BatchKind::OtherControl,
+        ]
+        .into_iter()
+        .find(|k| k.name() == kind.trim())
+        .ok_or_else(|| {
+            format!("unknown kind `{kind}` (data, txn, commit, abort, pid_reset, control)")
+        })?;
+        let (offsets, epoch) = range.split_once('@').ok_or("missing `@<epoch>`")?;
+        let epoch = if epoch == "*" {
+            None
+        } else {
+            Some(
+                epoch
+                    .parse::<i32>()
+                    .map_err(|_| format!("bad epoch `{epoch}`"))?,
+            )
+        };
+        let num = |t: &str| t.parse::<i64>().map_err(|_| format!("bad offset `{t}`"));
+        let (base, last) = match offsets.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => (num(offsets)?, num(offsets)?),
+        };
+        if last < base {
+            return Err(format!("last offset {last} below base {base}"));
+        }
+        Ok(BatchPattern {
+            base,
+            last,
+            epoch,
+            kind,
+        })
+    }
+
+    /// Whether an actual batch `(base, last, epoch, kind)` matches.
+    #[must_use]
+    pub fn matches(&self, base: i64, last: i64, epoch: i32, kind: BatchKind) -> bool {
+        self.base == base && self.last == last && self.epoch.is_none_or(|e| e == epoch) && self.kind == kind
+    }
+}
+
+/// Renders an actual batch in the pattern syntax.
+#[must_use]
+pub fn render_batch(base: i64, last: i64, epoch: i32, kind: BatchKind) -> String {
+    if base == last {
+        format!("{base}@{epoch} {}", kind.name())
+    } else {
+        format!("{base}-{last}@{epoch} {}", kind.name())
+    }
+}

@@ -1,0 +1,193 @@
+//! Read-only views of a running world for scenario steps: partition logs as batch rows,
+//! bounds, replicas, convergence. Nothing here changes state.
+
+use mirror_core::protocol::{ClusterIdx, NodeId};
+use mirror_core::record::{ControlRecord, RecordBatch};
+use mirror_core::types::{BrokerId, TopicPartition};
+
+use super::format::BatchKind;
+use crate::kafka::KafkaWorld;
+use crate::world::node::lock;
+
+/// `(base offset, last offset, partition leader epoch, kind)` of a batch.
+pub type Row = (i64, i64, i32, BatchKind);
+
+/// The kind of a batch.
+#[must_use]
+pub fn kind_of(b: &RecordBatch) -> BatchKind {
+    match b.control_record() {
+        Some(ControlRecord::MirrorPidReset) => BatchKind::PidReset,
+        Some(ControlRecord::EndTxn { commit: true, .. }) => BatchKind::Commit,
+        Some(ControlRecord::EndTxn { commit: false, .. }) => BatchKind::Abort,
+        Some(ControlRecord::Other(_)) => BatchKind::OtherControl,
+        None if b.is_transactional() => BatchKind::Txn,
+        None => BatchKind::Data,
+    }
+}
+
+/// The rows of a log.
+#[must_use]
+pub fn rows(log: &[RecordBatch]) -> Vec<Row> {
+    log.iter()
+        .map(|b| {
+            (
+                b.base_offset().0,
+                b.last_offset().0,
+                b.partition_leader_epoch().0,
+                kind_of(b),
+            )
+        })
+        .collect()
+}
+
+/// A replica's batches.
+#[must_use]
+pub fn replica_log(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    b: BrokerId,
+    tp: &TopicPartition,
+) -> Option<Vec<RecordBatch>> {
+    w.with_broker(c, b, |br| {
+        br.partition(tp).map(|p| p.log.batches().cloned().collect())
+    })
+    .flatten()
+}
+
+/// The leader's batches.
+#[must_use]
+pub fn leader_log(w: &KafkaWorld, c: ClusterIdx, tp: &TopicPartition) -> Option<Vec<RecordBatch>> {
+    replica_log(w, c, w.leader(c, tp)?, tp)
+}
+
+/// `(log start, LSO, HW, LEO)` of a replica.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// Log start offset.
+    pub log_start: i64,
+    /// Last stable offset.
+    pub lso: i64,
+    /// High watermark.
+    pub hw: i64,
+    /// Log end offset.
+    pub leo: i64,
+}
+
+/// A replica's bounds.
+#[must_use]
+pub fn bounds(w: &KafkaWorld, c: ClusterIdx, b: BrokerId, tp: &TopicPartition) -> Option<Bounds> {
+    w.with_broker(c, b, |br| {
+        br.partition(tp).map(|p| Bounds {
+            log_start: p.log.log_start_offset().0,
+            lso: p.log.last_stable_offset().0,
+            hw: p.log.high_watermark().0,
+            leo: p.log.log_end_offset().0,
+        })
+    })
+    .flatten()
+}
+
+/// `(epoch, start offset)` entries of a replica's epoch cache.
+#[must_use]
+pub fn epoch_entries(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    b: BrokerId,
+    tp: &TopicPartition,
+) -> Option<Vec<[i64; 2]>> {
+    w.with_broker(c, b, |br| {
+        br.partition(tp).map(|p| {
+            p.log
+                .epoch_cache()
+                .epoch_entries()
+                .iter()
+                .map(|e| [i64::from(e.epoch.0), e.start_offset.0])
+                .collect()
+        })
+    })
+    .flatten()
+}
+
+/// The leader's current leader epoch.
+#[must_use]
+pub fn leader_epoch(w: &KafkaWorld, c: ClusterIdx, tp: &TopicPartition) -> Option<i32> {
+    let l = w.leader(c, tp)?;
+    w.with_broker(c, l, |br| br.partition(tp).map(|p| p.leader_epoch.0))
+        .flatten()
+}
+
+/// Replicas and ISR as the leader sees them.
+#[must_use]
+pub fn replicas_and_isr(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    tp: &TopicPartition,
+) -> Option<(Vec<BrokerId>, Vec<BrokerId>)> {
+    let l = w.leader(c, tp)?;
+    w.with_broker(c, l, |br| {
+        br.partition(tp)
+            .map(|p| (p.replicas.clone(), p.isr().into_iter().collect()))
+    })
+    .flatten()
+}
+
+/// Whether a broker is up.
+#[must_use]
+pub fn is_up(w: &KafkaWorld, c: ClusterIdx, b: BrokerId) -> bool {
+    !w.world.status(NodeId::broker(c, b)).is_down()
+}
+
+/// The topic's partition count per the controller (`None`: unknown topic).
+#[must_use]
+pub fn partition_count(w: &KafkaWorld, c: ClusterIdx, topic: &str) -> Option<i32> {
+    let arc = w.world.node_state(NodeId::controller(c));
+    let g = lock(&arc);
+    let image = g.as_controller()?.image();
+    let id = image.topic_id(topic)?;
+    image
+        .topics
+        .get(&id)
+        .map(|t| i32::try_from(t.partitions.len()).unwrap_or(i32::MAX))
+}
+
+/// Every live replica of the partition holds `log` byte for byte, with LEO = HW = its end.
+#[must_use]
+pub fn replicas_hold(w: &KafkaWorld, c: ClusterIdx, tp: &TopicPartition, log: &[RecordBatch]) -> bool {
+    let Some((replicas, _)) = replicas_and_isr(w, c, tp) else {
+        return false;
+    };
+    let end = log.last().map(|b| b.next_offset().0);
+    replicas.into_iter().filter(|b| is_up(w, c, *b)).all(|b| {
+        replica_log(w, c, b, tp).is_some_and(|l| l == log)
+            && bounds(w, c, b, tp)
+                .is_some_and(|x| end.is_none_or(|e| x.leo == e && x.hw == e) && x.hw == x.leo)
+    })
+}
+
+/// `None` when, for every partition of `topic`, both clusters' leaders hold the same batches
+/// and every live replica on both sides caught up; else what differs.
+#[must_use]
+pub fn divergence(w: &KafkaWorld, a: ClusterIdx, b: ClusterIdx, topic: &str) -> Option<String> {
+    let Some(n) = partition_count(w, a, topic) else {
+        return Some(format!("`{topic}` is unknown on cluster {}", a.0));
+    };
+    for p in 0..n {
+        let tp = TopicPartition::new(topic, p);
+        let (Some(la), Some(lb)) = (leader_log(w, a, &tp), leader_log(w, b, &tp)) else {
+            return Some(format!("{tp} has no leader on one side"));
+        };
+        if la != lb {
+            return Some(format!(
+                "{tp}: {} batches (LEO {}) vs {} batches (LEO {})",
+                la.len(),
+                la.last().map_or(0, |x| x.next_offset().0),
+                lb.len(),
+                lb.last().map_or(0, |x| x.next_offset().0)
+            ));
+        }
+        if !replicas_hold(w, a, &tp, &la) || !replicas_hold(w, b, &tp, &lb) {
+            return Some(format!("{tp}: a replica has not caught up"));
+        }
+    }
+    None
+}

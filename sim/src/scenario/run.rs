@@ -1,0 +1,1141 @@
+//! Plays a [`Scenario`] in a fresh madsim runtime: builds the world, runs the steps in
+//! order (each traced as a compact `scenario` line), stops at the first failed step or the
+//! first broken invariant, runs the end-of-run validations, and compares with `[expect]`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mirror_core::protocol::messages::{FetchPartition, TxnMarker};
+use mirror_core::protocol::metadata::ConfigResource;
+use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId, NodeRole, Request, Response};
+use mirror_core::record::{BatchBuilder, SimpleRecord};
+use mirror_core::replication::fetch_leader::FetchIsolation;
+use mirror_core::types::{BrokerId, Offset, ProducerEpoch, ProducerId, Sequence, TopicPartition};
+
+use super::format::{
+    BatchPattern, BrokerRef, CrashModeDef, ExpectedVerdict, IsolationDef, ProducerKindDef,
+    Scenario, StepDef, StepKind, parse_state, render_batch,
+};
+use super::inspect::{self, Bounds};
+use crate::check::Violation;
+use crate::disk::CrashPolicy;
+use crate::kafka::oneshot::{OneShot, ResponseSlot};
+use crate::kafka::{ClusterSpec, KafkaWorld, KafkaWorldSpec};
+use crate::net::{Direction, FaultId, NetConfig, NodeSet};
+use crate::workload::{ClientNode, Producer, ProducerConfig};
+use crate::world::node::lock;
+use crate::world::{RunReport, run_seed};
+
+/// Options that change how a scenario runs without changing the file.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Run under this design instead of the file's (the design lab).
+    pub design: Option<mirror_core::mirror::Design>,
+    /// Keep verbose trace lines.
+    pub verbose: bool,
+}
+
+/// What one step did.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct StepRecord {
+    /// 1-based step number.
+    pub index: usize,
+    /// Line in the file.
+    pub line: usize,
+    /// The step kind (`produce`, `stop_mirror`, ...).
+    pub kind: String,
+    /// What happened, or why the step failed.
+    pub result: Result<String, String>,
+}
+
+/// Whether the run met the file's `[expect]`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum ScenarioVerdict {
+    /// The outcome is what the file expects.
+    Pass,
+    /// It is not: why.
+    Fail {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The result of a scenario run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ScenarioOutcome {
+    /// Scenario name.
+    pub name: String,
+    /// The file.
+    pub file: String,
+    /// The design it ran under.
+    pub design: String,
+    /// The madsim seed.
+    pub seed: u64,
+    /// Steps that ran, in order.
+    pub steps: Vec<StepRecord>,
+    /// The first broken invariant, if any.
+    pub violation: Option<Violation>,
+    /// A panic inside the run (a broken internal assertion), if any.
+    pub crash: Option<String>,
+    /// Compared with `[expect]`.
+    pub verdict: ScenarioVerdict,
+    /// Trace hash, simulated time, events, compact trace.
+    pub report: Option<RunReport>,
+}
+
+impl ScenarioOutcome {
+    /// True when the run met the file's expectations.
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.verdict == ScenarioVerdict::Pass
+    }
+
+    /// The text an insta snapshot records: the header, every step's outcome, the compact
+    /// trace (event numbers dropped so that an extra RPC elsewhere does not churn every
+    /// line), the violation and the verdict.
+    #[must_use]
+    pub fn snapshot(&self) -> String {
+        let mut s = format!(
+            "scenario: {}\ndesign: {}\nseed: {}\n\n-- steps\n",
+            self.name, self.design, self.seed
+        );
+        for st in &self.steps {
+            let (mark, text) = match &st.result {
+                Ok(t) => ("ok  ", t.as_str()),
+                Err(t) => ("FAIL", t.as_str()),
+            };
+            s.push_str(&format!(
+                "{mark} #{:<2} line {:<3} {:<22} {text}\n",
+                st.index, st.line, st.kind
+            ));
+        }
+        s.push_str("\n-- compact trace\n");
+        for l in self.report.iter().flat_map(|r| r.lines.iter()) {
+            s.push_str(&strip_event_number(l));
+            s.push('\n');
+        }
+        s.push_str("\n-- outcome\n");
+        if let Some(v) = &self.violation {
+            s.push_str(&format!("violation: {v}\n"));
+        }
+        if let Some(c) = &self.crash {
+            s.push_str(&format!("crash: {c}\n"));
+        }
+        match &self.verdict {
+            ScenarioVerdict::Pass => s.push_str("verdict: pass\n"),
+            ScenarioVerdict::Fail { reason } => s.push_str(&format!("verdict: FAIL: {reason}\n")),
+        }
+        s
+    }
+}
+
+/// `t=  3.000s #0000128 src-c1 ...` → `t=  3.000s src-c1 ...`.
+fn strip_event_number(line: &str) -> String {
+    match line.find(" #") {
+        Some(i) if line[i + 2..].starts_with(|c: char| c.is_ascii_digit()) => {
+            let rest = &line[i + 2..];
+            let end = rest.find(' ').unwrap_or(rest.len());
+            format!("{}{}", &line[..i], &rest[end..])
+        }
+        _ => line.to_owned(),
+    }
+}
+
+fn spec_of(sc: &Scenario, design: &mirror_core::mirror::Design) -> KafkaWorldSpec {
+    KafkaWorldSpec {
+        clusters: sc
+            .clusters
+            .iter()
+            .map(|c| {
+                let mut spec = ClusterSpec::new(&c.name, c.brokers);
+                spec.unclean_leader_election_enable = c.unclean_leader_election;
+                spec.tuning.log_flush_interval_ms = c.flush_interval_ms;
+                if let Some(m) = c.min_insync_replicas {
+                    spec.tuning.min_insync_replicas = m;
+                }
+                spec.tuning.mirror_design = Some(design.to_string());
+                spec
+            })
+            .collect(),
+        net: NetConfig::default(),
+    }
+}
+
+/// Runs a scenario on a fresh thread and runtime.
+#[must_use]
+pub fn run_scenario(sc: &Scenario, opts: &RunOptions) -> ScenarioOutcome {
+    let design = opts.design.unwrap_or(sc.design);
+    let sc2 = sc.clone();
+    let verbose = opts.verbose;
+    let res = run_seed(sc.seed, move || async move { execute(sc2, design, verbose).await });
+    let (steps, violation, report, crash) = match res {
+        Ok((steps, violation, report)) => (steps, violation, Some(report), None),
+        Err(message) => (Vec::new(), None, None, Some(message)),
+    };
+    let verdict = judge(sc, &steps, violation.as_ref(), crash.as_deref());
+    ScenarioOutcome {
+        name: sc.name.clone(),
+        file: sc.file.clone(),
+        design: design.to_string(),
+        seed: sc.seed,
+        steps,
+        violation,
+        crash,
+        verdict,
+        report,
+    }
+}
+
+fn judge(
+    sc: &Scenario,
+    steps: &[StepRecord],
+    violation: Option<&Violation>,
+    crash: Option<&str>,
+) -> ScenarioVerdict {
+    let fail = |reason: String| ScenarioVerdict::Fail { reason };
+    if let Some(c) = crash {
+        return fail(format!("the run crashed: {c}"));
+    }
+    let failed = steps.iter().find_map(|s| {
+        s.result
+            .as_ref()
+            .err()
+            .map(|e| format!("step #{} (line {}, {}): {e}", s.index, s.line, s.kind))
+    });
+    match (sc.expect.verdict, violation, failed) {
+        (_, None, Some(f)) => fail(f),
+        (ExpectedVerdict::Pass, None, None) => ScenarioVerdict::Pass,
+        (ExpectedVerdict::Pass, Some(v), _) => fail(format!("invariant broke: {v}")),
+        (ExpectedVerdict::Violation, None, None) => fail(format!(
+            "expected invariant {} to break; every invariant held",
+            sc.expect.invariant.as_deref().unwrap_or("(any)")
+        )),
+        (ExpectedVerdict::Violation, Some(v), _) => match &sc.expect.invariant {
+            Some(want) if *want != v.invariant => {
+                fail(format!("expected invariant {want} to break first; got {v}"))
+            }
+            _ => ScenarioVerdict::Pass,
+        },
+    }
+}
+
+async fn execute(
+    sc: Scenario,
+    design: mirror_core::mirror::Design,
+    verbose: bool,
+) -> (Vec<StepRecord>, Option<Violation>, RunReport) {
+    let w = KafkaWorld::start_traced(spec_of(&sc, &design), verbose);
+    // Brokers register and get unfenced before the first step (as every scripted test does).
+    w.run_for_ms(3_000).await;
+    let mut ctx = Ctx {
+        w: w.clone(),
+        sc: &sc,
+        start: w.world.now(),
+        sequences: BTreeMap::new(),
+        faults: BTreeMap::new(),
+    };
+    let mut records = Vec::new();
+    for (i, (line, step)) in sc.steps.iter().enumerate() {
+        if let Some(at) = step.at_ms {
+            let when = ctx.start.plus_millis(i64::try_from(at).unwrap_or(i64::MAX));
+            let now = w.world.now();
+            if when > now {
+                madsim::time::sleep(Duration::from_micros(when.0 - now.0)).await;
+            }
+        }
+        let kind = kind_name(&step.kind);
+        let mut head = format!("step #{} line {line} {kind}", i + 1);
+        if let Some(n) = &step.note {
+            head.push_str(&format!(" -- {n}"));
+        }
+        w.world.note("scenario", "", &head);
+        let result = ctx.step(step).await;
+        let text = match &result {
+            Ok(t) => format!("step #{} ok: {t}", i + 1),
+            Err(e) => format!("step #{} FAILED: {e}", i + 1),
+        };
+        w.world.note("scenario", "", &text);
+        let failed = result.is_err();
+        records.push(StepRecord {
+            index: i + 1,
+            line: *line,
+            kind: kind.to_owned(),
+            result,
+        });
+        if failed || w.violation().is_some() {
+            break;
+        }
+    }
+    // End-of-run validations only for a run whose steps all held (a failed step already
+    // decides the outcome).
+    let all_ok = records.iter().all(|r: &StepRecord| r.result.is_ok());
+    let violation = w.violation().or_else(|| if all_ok { w.finish() } else { None });
+    if let Some(v) = &violation {
+        w.world.note("scenario", "", &format!("violation {v}"));
+    }
+    (records, violation, w.world.report(sc.seed))
+}
+
+fn kind_name(k: &StepKind) -> &'static str {
+    use StepKind as K;
+    match k {
+        K::CreateTopic { .. } => "create_topic",
+        K::Produce { .. } => "produce",
+        K::EndTxn { .. } => "end_txn",
+        K::Consume { .. } => "consume",
+        K::StartProducer { .. } => "start_producer",
+        K::StopProducers => "stop_producers",
+        K::CreateMirror { .. } => "create_mirror",
+        K::StartMirror { .. } => "start_mirror",
+        K::StopMirror { .. } => "stop_mirror",
+        K::PauseMirror { .. } => "pause_mirror",
+        K::ResumeMirror { .. } => "resume_mirror",
+        K::DeleteMirror { .. } => "delete_mirror",
+        K::DeleteTopic { .. } => "delete_topic",
+        K::CreatePartitions { .. } => "create_partitions",
+        K::AlterTopicConfig { .. } => "alter_topic_config",
+        K::DeleteRecords { .. } => "delete_records",
+        K::UncleanElection { .. } => "unclean_election",
+        K::Crash { .. } => "crash",
+        K::Restart { .. } => "restart",
+        K::RestartAll { .. } => "restart_all",
+        K::PauseBroker { .. } => "pause_broker",
+        K::ResumeBroker { .. } => "resume_broker",
+        K::Isolate { .. } => "isolate",
+        K::IsolateFromController { .. } => "isolate_from_controller",
+        K::PartitionClusters { .. } => "partition_clusters",
+        K::Heal { .. } => "heal",
+        K::HealAll => "heal_all",
+        K::DiskFull { .. } => "disk_full",
+        K::Sleep { .. } => "sleep",
+        K::WaitState { .. } => "wait_state",
+        K::WaitConverged { .. } => "wait_converged",
+        K::WaitOffsets { .. } => "wait_offsets",
+        K::WaitLeader { .. } => "wait_leader",
+        K::ExpectState { .. } => "expect_state",
+        K::ExpectLog { .. } => "expect_log",
+        K::ExpectLogsEqual { .. } => "expect_logs_equal",
+        K::ExpectLosses { .. } => "expect_losses",
+    }
+}
+
+type StepResult = Result<String, String>;
+
+struct Ctx<'a> {
+    w: KafkaWorld,
+    sc: &'a Scenario,
+    start: mirror_core::time::Instant,
+    /// Next sequence per (cluster, partition, producer id).
+    sequences: BTreeMap<(usize, TopicPartition, i64), i32>,
+    /// Named network faults.
+    faults: BTreeMap<String, FaultId>,
+}
+
+/// Compares an error code with the expected name (`NONE` when absent).
+fn check_error(got: ErrorCode, expect: Option<&String>) -> Result<(), String> {
+    let want = expect.map_or("NONE", String::as_str);
+    if got.name() == want {
+        Ok(())
+    } else {
+        Err(format!("expected {want}, got {got}"))
+    }
+}
+
+fn records(n: i32, tag: &str) -> Vec<SimpleRecord> {
+    (0..n)
+        .map(|i| SimpleRecord::value(i64::from(i), format!("{tag}-{i}")))
+        .collect()
+}
+
+impl Ctx<'_> {
+    fn cluster(&self, name: &str) -> ClusterIdx {
+        // Validation checked every cluster name.
+        ClusterIdx(
+            u16::try_from(self.sc.cluster_index(name).unwrap_or(0)).unwrap_or(0),
+        )
+    }
+
+    async fn request_to(&self, c: ClusterIdx, to: BrokerId, req: Request) -> Option<Response> {
+        let slot: ResponseSlot = Arc::new(Mutex::new(None));
+        let s2 = Arc::clone(&slot);
+        self.w.add_client(c, move |boot| {
+            Box::new(OneShot::new(boot.id, vec![to], req.clone(), Arc::clone(&s2), 15_000))
+        });
+        self.w
+            .wait_until(20_000, |_| lock(&slot).is_some())
+            .await;
+        lock(&slot).take()
+    }
+
+    fn resolve_broker(
+        &self,
+        c: ClusterIdx,
+        b: &BrokerRef,
+        topic: Option<&String>,
+        partition: i32,
+    ) -> Result<BrokerId, String> {
+        match b {
+            BrokerRef::Id(id) => Ok(BrokerId(*id)),
+            BrokerRef::Role(role) => {
+                let tp = TopicPartition::new(topic.map_or("", String::as_str), partition);
+                let leader = self
+                    .w
+                    .leader(c, &tp)
+                    .ok_or_else(|| format!("{tp} has no leader"))?;
+                if role == "leader" {
+                    return Ok(leader);
+                }
+                let (_, isr) = inspect::replicas_and_isr(&self.w, c, &tp)
+                    .ok_or_else(|| format!("{tp} leader state missing"))?;
+                isr.into_iter()
+                    .find(|r| *r != leader)
+                    .ok_or_else(|| format!("{tp} has no in-sync follower"))
+            }
+        }
+    }
+
+    async fn wait(&self, timeout_ms: u64, what: &str, cond: impl FnMut(&KafkaWorld) -> bool) -> StepResult {
+        let from = self.w.world.now();
+        if self.w.wait_until(timeout_ms, cond).await {
+            let waited = (self.w.world.now().0 - from.0) / 1_000;
+            Ok(format!("{what} after {waited} ms"))
+        } else {
+            Err(format!("timed out after {timeout_ms} ms waiting for {what}"))
+        }
+    }
+
+    async fn admin_error(&self, c: ClusterIdx, req: Request) -> ErrorCode {
+        match self.w.admin(c, req).await {
+            Some(Response::TopicErrors { results }) => {
+                results.first().map_or(ErrorCode::UnknownServerError, |r| r.1)
+            }
+            Some(Response::PartitionErrors { results }) => {
+                results.first().map_or(ErrorCode::UnknownServerError, |r| r.1)
+            }
+            Some(Response::MirrorAdmin { error, .. } | Response::Error { error }) => error,
+            Some(_) => ErrorCode::UnknownServerError,
+            None => ErrorCode::RequestTimedOut,
+        }
+    }
+
+    #[allow(clippy::too_many_lines)]
+    async fn step(&mut self, step: &StepDef) -> StepResult {
+        use StepKind as K;
+        let w = self.w.clone();
+        match &step.kind {
+            K::CreateTopic {
+                cluster,
+                topic,
+                partitions,
+                replication_factor,
+                configs,
+                expect,
+            } => {
+                let c = self.cluster(cluster);
+                let rf = replication_factor.unwrap_or_else(|| {
+                    w.spec().clusters[usize::from(c.0)].default_replication_factor
+                });
+                let cfg: Vec<(&str, &str)> =
+                    configs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                let e = w.create_topic(c, topic, *partitions, rf, &cfg).await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{cluster}/{topic} partitions={partitions} rf={rf}: {e}"))
+            }
+            K::Produce {
+                cluster,
+                topic,
+                partition,
+                batches,
+                records: n,
+                acks,
+                producer_id,
+                producer_epoch,
+                sequence,
+                transactional,
+                expect,
+                expect_offset,
+            } => {
+                let c = self.cluster(cluster);
+                let ci = usize::from(c.0);
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let mut first = None;
+                let mut last_err = ErrorCode::None;
+                for i in 0..*batches {
+                    let tag = format!("{cluster}-{i}");
+                    let batch = match producer_id {
+                        None => BatchBuilder::new().build(&records(*n, &tag)),
+                        Some(pid) => {
+                            let key = (ci, tp.clone(), *pid);
+                            let seq = match sequence {
+                                Some(s) if i == 0 => *s,
+                                _ => self.sequences.get(&key).copied().unwrap_or(0),
+                            };
+                            self.sequences.insert(key, seq.wrapping_add(*n));
+                            let (p, e, s) =
+                                (ProducerId(*pid), ProducerEpoch(*producer_epoch), Sequence(seq));
+                            let b = if *transactional {
+                                BatchBuilder::transactional(p, e, s)
+                            } else {
+                                BatchBuilder::idempotent(p, e, s)
+                            };
+                            b.build(&records(*n, &tag))
+                        }
+                    };
+                    let (err, off) = w
+                        .produce_batch(c, &tp, batch, *acks)
+                        .await
+                        .unwrap_or((ErrorCode::RequestTimedOut, Offset(-1)));
+                    last_err = err;
+                    if !err.is_ok() {
+                        break;
+                    }
+                    if let Some(base) = expect_offset {
+                        let want = base + i64::from(i) * i64::from(*n);
+                        if *acks != 0 && off.0 != want {
+                            return Err(format!(
+                                "batch {i} landed at {}, expected {want}",
+                                off.0
+                            ));
+                        }
+                    }
+                    first.get_or_insert(off.0);
+                }
+                check_error(last_err, expect.as_ref())?;
+                Ok(match first {
+                    Some(f) if last_err.is_ok() && *acks != 0 => format!(
+                        "{cluster}/{tp} {batches}x{n} at {f}..{}",
+                        f + i64::from(*batches) * i64::from(*n)
+                    ),
+                    _ => format!("{cluster}/{tp}: {last_err}"),
+                })
+            }
+            K::EndTxn {
+                cluster,
+                topic,
+                partition,
+                producer_id,
+                producer_epoch,
+                commit,
+                expect,
+            } => {
+                let c = self.cluster(cluster);
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let leader = w.leader(c, &tp).ok_or_else(|| format!("{tp} has no leader"))?;
+                let req = Request::WriteTxnMarkers {
+                    markers: vec![TxnMarker {
+                        producer_id: ProducerId(*producer_id),
+                        producer_epoch: ProducerEpoch(*producer_epoch),
+                        commit: *commit,
+                        coordinator_epoch: 0,
+                        partitions: vec![tp.clone()],
+                    }],
+                };
+                let e = match self.request_to(c, leader, req).await {
+                    Some(Response::PartitionErrors { results }) => {
+                        results.first().map_or(ErrorCode::UnknownServerError, |r| r.1)
+                    }
+                    Some(Response::Error { error }) => error,
+                    _ => ErrorCode::RequestTimedOut,
+                };
+                check_error(e, expect.as_ref())?;
+                let what = if *commit { "COMMIT" } else { "ABORT" };
+                Ok(format!("{what} for pid {producer_id} on {cluster}/{tp}: {e}"))
+            }
+            K::Consume {
+                cluster,
+                topic,
+                partition,
+                offset,
+                isolation,
+                expect,
+                expect_records,
+                expect_hw,
+                expect_lso,
+                expect_log_start,
+            } => {
+                let c = self.cluster(cluster);
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let leader = w.leader(c, &tp).ok_or_else(|| format!("{tp} has no leader"))?;
+                let req = Request::Fetch {
+                    replica: None,
+                    max_wait_ms: 0,
+                    min_bytes: 0,
+                    max_bytes: 1 << 24,
+                    isolation: match isolation {
+                        IsolationDef::ReadUncommitted => FetchIsolation::HighWatermark,
+                        IsolationDef::ReadCommitted => FetchIsolation::TxnCommitted,
+                    },
+                    partitions: vec![FetchPartition {
+                        tp: tp.clone(),
+                        fetch_offset: Offset(*offset),
+                        current_leader_epoch: None,
+                        last_fetched_epoch: None,
+                        log_start_offset: Offset(-1),
+                    }],
+                };
+                let Some(Response::Fetch { partitions, .. }) =
+                    self.request_to(c, leader, req).await
+                else {
+                    return Err("fetch got no answer".into());
+                };
+                let p = partitions
+                    .into_iter()
+                    .next()
+                    .ok_or("fetch answered no partition")?;
+                check_error(p.error, expect.as_ref())?;
+                let aborted: Vec<(i64, i64)> = p
+                    .aborted_transactions
+                    .iter()
+                    .flatten()
+                    .map(|a| (a.producer_id.0, a.first_offset.0))
+                    .collect();
+                let n: i64 = p
+                    .batches
+                    .iter()
+                    .filter(|b| !b.is_control_batch())
+                    .filter(|b| {
+                        // read_committed drops records of aborted transactions.
+                        !(b.is_transactional()
+                            && aborted
+                                .iter()
+                                .any(|(pid, first)| *pid == b.producer_id().0 && *first <= b.base_offset().0))
+                    })
+                    .flat_map(|b| {
+                        let base = b.base_offset().0;
+                        b.records()
+                            .into_iter()
+                            .map(move |r| base + i64::from(r.offset_delta))
+                    })
+                    .filter(|o| *o >= *offset)
+                    .count()
+                    .try_into()
+                    .unwrap_or(i64::MAX);
+                let checks = [
+                    ("records", *expect_records, n),
+                    ("HW", *expect_hw, p.high_watermark.0),
+                    ("LSO", *expect_lso, p.last_stable_offset.0),
+                    ("log start", *expect_log_start, p.log_start_offset.0),
+                ];
+                for (what, want, got) in checks {
+                    if let Some(want) = want
+                        && want != got
+                    {
+                        return Err(format!("{what}: expected {want}, got {got}"));
+                    }
+                }
+                Ok(format!(
+                    "{cluster}/{tp} from {offset}: {} records={n} hw={} lso={} start={}",
+                    p.error, p.high_watermark.0, p.last_stable_offset.0, p.log_start_offset.0
+                ))
+            }
+            K::StartProducer {
+                cluster,
+                topic,
+                kind,
+                rate,
+                abort_one_in,
+            } => {
+                let c = self.cluster(cluster);
+                let parts = inspect::partition_count(&w, c, topic)
+                    .ok_or_else(|| format!("`{topic}` is unknown on {cluster}"))?;
+                let brokers = w.broker_ids(c);
+                let (t, kind, rate, abort) = (topic.clone(), *kind, *rate, *abort_one_in);
+                let seed = self.sc.seed;
+                w.add_workload_client(c, move |boot| {
+                    let n = match boot.id.role {
+                        NodeRole::Client(n) => n,
+                        _ => 0,
+                    };
+                    let mut cfg = ProducerConfig::new(n, c, brokers.clone(), &t, (0..parts).collect());
+                    cfg.records_per_second = f64::from(rate);
+                    cfg.seed = seed.wrapping_mul(31).wrapping_add(u64::from(n));
+                    if kind == ProducerKindDef::Transactional {
+                        cfg.transactional_id = Some(format!("txn-{n}"));
+                        cfg.txn.abort_probability =
+                            if abort == 0 { 0.0 } else { 1.0 / f64::from(abort) };
+                    }
+                    ClientNode::Producer(Box::new(Producer::new(cfg)))
+                });
+                Ok(format!("{kind:?} producer on {cluster}/{topic} at {rate}/s"))
+            }
+            K::StopProducers => {
+                w.stop_producers();
+                Ok("producers closed".into())
+            }
+            K::CreateMirror {
+                cluster,
+                mirror,
+                source,
+                configs,
+                expect,
+            } => {
+                let extra: Vec<(&str, &str)> =
+                    configs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                let e = w
+                    .create_mirror_with(self.cluster(cluster), mirror, self.cluster(source), &extra)
+                    .await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{mirror} on {cluster} from {source}: {e}"))
+            }
+            K::StartMirror {
+                cluster,
+                mirror,
+                source,
+                topics,
+                expect,
+            } => {
+                let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+                let e = w
+                    .start_mirror_topics(self.cluster(cluster), mirror, self.cluster(source), &refs)
+                    .await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{mirror} {topics:?}: {e}"))
+            }
+            K::StopMirror {
+                cluster,
+                mirror,
+                topics,
+                expect,
+            } => {
+                let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+                let e = w.stop_mirror_topics(self.cluster(cluster), mirror, &refs).await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{mirror} {topics:?}: {e}"))
+            }
+            K::PauseMirror {
+                cluster,
+                mirror,
+                topics,
+                expect,
+            }
+            | K::ResumeMirror {
+                cluster,
+                mirror,
+                topics,
+                expect,
+            } => {
+                let pause = matches!(step.kind, K::PauseMirror { .. });
+                let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+                let e = w
+                    .pause_mirror_topics(self.cluster(cluster), mirror, &refs, pause)
+                    .await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{mirror} {topics:?}: {e}"))
+            }
+            K::DeleteMirror {
+                cluster,
+                mirror,
+                expect,
+            } => {
+                let req = Request::DeleteMirror {
+                    mirror_name: mirror.clone(),
+                    state_validation_offset: None,
+                };
+                let e = self.admin_error(self.cluster(cluster), req).await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{mirror}: {e}"))
+            }
+            K::DeleteTopic {
+                cluster,
+                topic,
+                expect,
+            } => {
+                let req = Request::DeleteTopics {
+                    names: vec![topic.clone()],
+                };
+                let e = self.admin_error(self.cluster(cluster), req).await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{cluster}/{topic}: {e}"))
+            }
+            K::CreatePartitions {
+                cluster,
+                topic,
+                count,
+                expect,
+            } => {
+                let req = Request::CreatePartitions {
+                    topic: topic.clone(),
+                    count: *count,
+                };
+                let e = self.admin_error(self.cluster(cluster), req).await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{cluster}/{topic} to {count}: {e}"))
+            }
+            K::AlterTopicConfig {
+                cluster,
+                topic,
+                key,
+                value,
+                expect,
+            } => {
+                let req = Request::IncrementalAlterConfigs {
+                    resource: ConfigResource::Topic(topic.clone()),
+                    ops: vec![(key.clone(), value.clone())],
+                };
+                let e = self.admin_error(self.cluster(cluster), req).await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{cluster}/{topic} {key}={value:?}: {e}"))
+            }
+            K::DeleteRecords {
+                cluster,
+                topic,
+                partition,
+                offset,
+                expect,
+            } => {
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let e = w
+                    .delete_records(self.cluster(cluster), &tp, Offset(*offset))
+                    .await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{cluster}/{tp} before {offset}: {e}"))
+            }
+            K::UncleanElection {
+                cluster,
+                topic,
+                partition,
+                expect,
+            } => {
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let e = w.unclean_election(self.cluster(cluster), &tp).await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{cluster}/{tp}: {e} leader={:?}", w.leader(self.cluster(cluster), &tp).map(|b| b.0)))
+            }
+            K::Crash {
+                cluster,
+                broker,
+                topic,
+                partition,
+                mode,
+            } => {
+                let c = self.cluster(cluster);
+                let b = self.resolve_broker(c, broker, topic.as_ref(), *partition)?;
+                let policy = match mode {
+                    CrashModeDef::Process => CrashPolicy::KeepAll,
+                    CrashModeDef::PowerLoss => CrashPolicy::LoseAllUnflushed,
+                    CrashModeDef::Torn => CrashPolicy::KeepRandomPrefix,
+                };
+                if w.world.crash(NodeId::broker(c, b), policy) {
+                    Ok(format!("{cluster}-{} ({mode:?})", b.0))
+                } else {
+                    Err(format!("{cluster}-{} is already down", b.0))
+                }
+            }
+            K::Restart { cluster, broker } => {
+                let n = NodeId::broker(self.cluster(cluster), BrokerId(*broker));
+                if !w.world.status(n).is_down() {
+                    return Err(format!("{cluster}-{broker} is not down"));
+                }
+                w.world.restart(n);
+                Ok(format!("{cluster}-{broker}"))
+            }
+            K::RestartAll { cluster } => {
+                let only = cluster.as_deref().map(|c| self.cluster(c));
+                let mut restarted = Vec::new();
+                for n in w.world.down_nodes() {
+                    if matches!(n.role, NodeRole::Broker(_)) && only.is_none_or(|c| n.cluster == c) {
+                        w.world.restart(n);
+                        restarted.push(w.world.node_name(n));
+                    }
+                }
+                Ok(format!("restarted {restarted:?}"))
+            }
+            K::PauseBroker { cluster, broker } => {
+                let n = NodeId::broker(self.cluster(cluster), BrokerId(*broker));
+                if w.world.pause(n) {
+                    Ok(format!("{cluster}-{broker}"))
+                } else {
+                    Err(format!("{cluster}-{broker} cannot be paused"))
+                }
+            }
+            K::ResumeBroker { cluster, broker } => {
+                let n = NodeId::broker(self.cluster(cluster), BrokerId(*broker));
+                if w.world.resume(n) {
+                    Ok(format!("{cluster}-{broker}"))
+                } else {
+                    Err(format!("{cluster}-{broker} is not paused"))
+                }
+            }
+            K::Isolate {
+                cluster,
+                broker,
+                topic,
+                partition,
+                id,
+            } => {
+                let c = self.cluster(cluster);
+                let b = self.resolve_broker(c, broker, topic.as_ref(), *partition)?;
+                let f = w.world.isolate(NodeId::broker(c, b));
+                self.faults.insert(id.clone(), f);
+                Ok(format!("{cluster}-{} as `{id}`", b.0))
+            }
+            K::IsolateFromController {
+                cluster,
+                broker,
+                id,
+            } => {
+                let c = self.cluster(cluster);
+                let f = w.world.partition(
+                    NodeSet::node(NodeId::broker(c, BrokerId(*broker))),
+                    NodeSet::node(NodeId::controller(c)),
+                    Direction::Both,
+                );
+                self.faults.insert(id.clone(), f);
+                Ok(format!("{cluster}-{broker} from {cluster}-ctl as `{id}`"))
+            }
+            K::PartitionClusters {
+                from,
+                to,
+                one_way,
+                id,
+            } => {
+                let dir = if *one_way {
+                    Direction::AtoB
+                } else {
+                    Direction::Both
+                };
+                let f = w.world.partition(
+                    NodeSet::Cluster(self.cluster(from)),
+                    NodeSet::Cluster(self.cluster(to)),
+                    dir,
+                );
+                self.faults.insert(id.clone(), f);
+                Ok(format!("{from} {} {to} as `{id}`", if *one_way { "->" } else { "<->" }))
+            }
+            K::Heal { id } => {
+                let f = self
+                    .faults
+                    .remove(id)
+                    .ok_or_else(|| format!("no network fault named `{id}` is active"))?;
+                w.world.heal(f);
+                Ok(format!("`{id}`"))
+            }
+            K::HealAll => {
+                w.world.heal_all();
+                self.faults.clear();
+                Ok("every fault".into())
+            }
+            K::DiskFull { cluster, broker, on } => {
+                w.world
+                    .disk_full(NodeId::broker(self.cluster(cluster), BrokerId(*broker)), *on);
+                Ok(format!("{cluster}-{broker} full={on}"))
+            }
+            K::Sleep { ms } => {
+                w.run_for_ms(*ms).await;
+                Ok(format!("{ms} ms"))
+            }
+            K::WaitState {
+                cluster,
+                topic,
+                partition,
+                state,
+                timeout_ms,
+            } => {
+                let c = self.cluster(cluster);
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let want = parse_state(state).ok_or("unknown state")?;
+                let what = format!("{cluster}/{tp} {want}");
+                self.wait(*timeout_ms, &what, |w| w.mirror_state(c, &tp) == Some(want))
+                    .await
+                    .map_err(|e| format!("{e} (state {:?})", w.mirror_state(c, &tp)))
+            }
+            K::WaitConverged {
+                clusters,
+                topic,
+                timeout_ms,
+            } => {
+                let (a, b) = (self.cluster(&clusters[0]), self.cluster(&clusters[1]));
+                let what = format!("{topic} identical on {} and {}", clusters[0], clusters[1]);
+                self.wait(*timeout_ms, &what, |w| inspect::divergence(w, a, b, topic).is_none())
+                    .await
+                    .map_err(|e| {
+                        format!("{e}: {}", inspect::divergence(&w, a, b, topic).unwrap_or_default())
+                    })
+            }
+            K::WaitOffsets {
+                cluster,
+                topic,
+                partition,
+                hw,
+                leo,
+                all_replicas,
+                timeout_ms,
+            } => {
+                let c = self.cluster(cluster);
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let scope = if *all_replicas { "every replica of " } else { "" };
+                let what = format!("{scope}{cluster}/{tp} hw={hw:?} leo={leo:?}");
+                let at = |w: &KafkaWorld| {
+                    w.leader(c, &tp)
+                        .and_then(|l| inspect::bounds(w, c, l, &tp))
+                };
+                let reached = |x: Bounds| {
+                    hw.is_none_or(|h| x.hw >= h) && leo.is_none_or(|l| x.leo >= l)
+                };
+                self.wait(*timeout_ms, &what, |w| {
+                    at(w).is_some_and(reached)
+                        && (!*all_replicas
+                            || inspect::replicas_and_isr(w, c, &tp).is_some_and(|(rs, _)| {
+                                rs.into_iter().filter(|b| inspect::is_up(w, c, *b)).all(|b| {
+                                    inspect::bounds(w, c, b, &tp).is_some_and(reached)
+                                })
+                            }))
+                })
+                .await
+                .map_err(|e| format!("{e} (at {:?})", at(&w)))
+            }
+            K::WaitLeader {
+                cluster,
+                topic,
+                partition,
+                none,
+                live,
+                timeout_ms,
+            } => {
+                let c = self.cluster(cluster);
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let what = if *none {
+                    format!("{cluster}/{tp} without a leader")
+                } else {
+                    format!("a leader for {cluster}/{tp}")
+                };
+                let r = self
+                    .wait(*timeout_ms, &what, |w| match w.leader(c, &tp) {
+                        None => *none,
+                        Some(l) => !*none && (!*live || inspect::is_up(w, c, l)),
+                    })
+                    .await?;
+                Ok(format!("{r}: {:?}", w.leader(c, &tp).map(|b| b.0)))
+            }
+            K::ExpectState {
+                cluster,
+                topic,
+                partition,
+                state,
+            } => {
+                let c = self.cluster(cluster);
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let want = parse_state(state).ok_or("unknown state")?;
+                let got = w.mirror_state(c, &tp);
+                if got == Some(want) {
+                    Ok(format!("{cluster}/{tp} {want}"))
+                } else {
+                    Err(format!("{cluster}/{tp}: expected {want}, got {got:?}"))
+                }
+            }
+            K::ExpectLog {
+                cluster,
+                topic,
+                partition,
+                batches,
+                epochs,
+                log_start,
+                lso,
+                hw,
+                leo,
+                leader_epoch_above,
+                leader_only,
+            } => {
+                let c = self.cluster(cluster);
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let leader = w.leader(c, &tp).ok_or_else(|| format!("{tp} has no leader"))?;
+                let mut replicas = vec![leader];
+                if !leader_only {
+                    let (all, _) = inspect::replicas_and_isr(&w, c, &tp)
+                        .ok_or_else(|| format!("{tp} leader state missing"))?;
+                    replicas.extend(all.into_iter().filter(|b| *b != leader && inspect::is_up(&w, c, *b)));
+                }
+                for b in &replicas {
+                    let who = format!("{cluster}-{}", b.0);
+                    let log = inspect::replica_log(&w, c, *b, &tp)
+                        .ok_or_else(|| format!("{who} has no replica of {tp}"))?;
+                    if let Some(want) = batches {
+                        let got = inspect::rows(&log);
+                        let ok = got.len() == want.len()
+                            && got.iter().zip(want).all(|(g, p)| {
+                                BatchPattern::parse(p).is_ok_and(|p| p.matches(g.0, g.1, g.2, g.3))
+                            });
+                        if !ok {
+                            let shown: Vec<String> =
+                                got.iter().map(|g| render_batch(g.0, g.1, g.2, g.3)).collect();
+                            return Err(format!("{who} {tp} batches: expected {want:?}, got {shown:?}"));
+                        }
+                    }
+                    if let Some(want) = epochs {
+                        let got = inspect::epoch_entries(&w, c, *b, &tp).unwrap_or_default();
+                        if &got != want {
+                            return Err(format!("{who} {tp} epoch cache: expected {want:?}, got {got:?}"));
+                        }
+                    }
+                    let x: Bounds = inspect::bounds(&w, c, *b, &tp)
+                        .ok_or_else(|| format!("{who} has no replica of {tp}"))?;
+                    for (what, want, got) in [
+                        ("log start", *log_start, x.log_start),
+                        ("LSO", *lso, x.lso),
+                        ("HW", *hw, x.hw),
+                        ("LEO", *leo, x.leo),
+                    ] {
+                        if let Some(want) = want
+                            && want != got
+                        {
+                            return Err(format!("{who} {tp} {what}: expected {want}, got {got}"));
+                        }
+                    }
+                }
+                if let Some(min) = leader_epoch_above {
+                    let e = inspect::leader_epoch(&w, c, &tp).unwrap_or(-1);
+                    if i64::from(e) <= *min {
+                        return Err(format!("{tp} leader epoch {e} is not above {min}"));
+                    }
+                }
+                let x = inspect::bounds(&w, c, leader, &tp).ok_or("leader replica missing")?;
+                Ok(format!(
+                    "{cluster}/{tp} on {} replica(s): start={} lso={} hw={} leo={}",
+                    replicas.len(),
+                    x.log_start,
+                    x.lso,
+                    x.hw,
+                    x.leo
+                ))
+            }
+            K::ExpectLogsEqual {
+                clusters,
+                topic,
+                partition,
+            } => {
+                let (a, b) = (self.cluster(&clusters[0]), self.cluster(&clusters[1]));
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let la = inspect::leader_log(&w, a, &tp).ok_or_else(|| format!("{tp} has no leader on {}", clusters[0]))?;
+                let lb = inspect::leader_log(&w, b, &tp).ok_or_else(|| format!("{tp} has no leader on {}", clusters[1]))?;
+                if la == lb {
+                    Ok(format!("{tp}: {} identical batches", la.len()))
+                } else {
+                    Err(format!(
+                        "{tp} differs: {:?} vs {:?}",
+                        inspect::rows(&la).iter().map(|g| render_batch(g.0, g.1, g.2, g.3)).collect::<Vec<_>>(),
+                        inspect::rows(&lb).iter().map(|g| render_batch(g.0, g.1, g.2, g.3)).collect::<Vec<_>>()
+                    ))
+                }
+            }
+            K::ExpectLosses { cluster, losses } => {
+                let prefix = format!("{}:", self.cluster(cluster).0);
+                let got: Vec<String> = lock(&w.checker)
+                    .ghost
+                    .losses
+                    .iter()
+                    .filter(|l| l.partition.starts_with(&prefix))
+                    // PREPARING without an LME empties an empty log at 0: nothing is lost.
+                    .filter(|l| !(l.from_offset == 0 && l.batches == 0))
+                    .map(|l| format!("{}@{}", l.cause, l.from_offset))
+                    .collect();
+                if &got == losses {
+                    Ok(format!("{cluster}: {got:?}"))
+                } else {
+                    Err(format!("{cluster} losses: expected {losses:?}, got {got:?}"))
+                }
+            }
+        }
+    }
+}

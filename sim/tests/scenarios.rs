@@ -1,0 +1,47 @@
+//! The scenario catalogue: every file in `scenarios/` runs, must meet its own `[expect]`,
+//! and its compact trace and verdict must equal the insta snapshot in `snapshots/`.
+//!
+//! Review a change: `cargo test --release -p mirror-sim --test scenarios` writes
+//! `snapshots/*.snap.new` next to each changed snapshot; read the diff and accept with
+//! `INSTA_UPDATE=always cargo test --release -p mirror-sim --test scenarios` (CI sets `CI=true`
+//! and fails on any difference without writing files).
+
+use std::path::PathBuf;
+
+use mirror_sim::scenario::{RunOptions, Scenario, files_in, run_scenario};
+
+fn scenario_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+}
+
+#[test]
+fn every_scenario_meets_its_expectations_and_matches_its_snapshot() {
+    let files = files_in(&scenario_dir()).expect("scenarios/ is readable");
+    assert!(files.len() >= 30, "the catalogue has {} scenarios", files.len());
+    let mut failed = Vec::new();
+    for f in &files {
+        let sc = Scenario::load(f).unwrap_or_else(|e| panic!("{e}"));
+        let o = run_scenario(&sc, &RunOptions::default());
+        if !o.passed() {
+            failed.push(format!("{}: {:?}", sc.name, o.verdict));
+        }
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path("../../snapshots");
+        settings.set_prepend_module_to_snapshot(false);
+        settings.set_omit_expression(true);
+        settings.set_description(sc.description.clone());
+        settings.bind(|| insta::assert_snapshot!(sc.name.clone(), o.snapshot()));
+    }
+    assert!(failed.is_empty(), "scenarios failed: {failed:#?}");
+}
+
+#[test]
+fn a_scenario_replays_to_the_same_trace_hash() {
+    let f = scenario_dir().join("failback_after_writes_on_both_sides.toml");
+    let sc = Scenario::load(&f).unwrap();
+    let a = run_scenario(&sc, &RunOptions::default());
+    let b = run_scenario(&sc, &RunOptions::default());
+    let hash = |o: &mirror_sim::scenario::ScenarioOutcome| o.report.as_ref().map(|r| r.trace_hash.clone());
+    assert!(hash(&a).is_some());
+    assert_eq!(hash(&a), hash(&b));
+}
