@@ -35,10 +35,9 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Scenario>, CliError> {
 /// One summary line.
 #[must_use]
 pub fn outcome_line(o: &ScenarioOutcome) -> String {
-    let (secs, hash) = o
-        .report
-        .as_ref()
-        .map_or((0.0, "-".to_string()), |r| (r.sim_seconds, r.trace_hash.clone()));
+    let (secs, hash) = o.report.as_ref().map_or((0.0, "-".to_string()), |r| {
+        (r.sim_seconds, r.trace_hash.clone())
+    });
     let verdict = if o.passed() { "pass" } else { "FAIL" };
     let broke = o
         .violation

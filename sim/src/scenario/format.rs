@@ -724,7 +724,9 @@ impl Scenario {
                 {
                     Err((
                         "expect".into(),
-                        format!("`{name}` is not a Kafka error name (like NONE or READ_ONLY_TOPIC)"),
+                        format!(
+                            "`{name}` is not a Kafka error name (like NONE or READ_ONLY_TOPIC)"
+                        ),
                     ))
                 }
                 _ => Ok(()),
@@ -843,7 +845,9 @@ impl Scenario {
                 cluster("cluster", c)?;
                 expect(e)
             }
-            K::StartProducer { cluster: c, rate, .. } => {
+            K::StartProducer {
+                cluster: c, rate, ..
+            } => {
                 cluster("cluster", c)?;
                 positive("rate", i64::from(*rate))
             }
@@ -878,14 +882,27 @@ impl Scenario {
                 let ci = cluster("cluster", c)?;
                 broker_ref(ci, b, topic)
             }
-            K::Restart { cluster: c, broker: b }
-            | K::PauseBroker { cluster: c, broker: b }
-            | K::ResumeBroker { cluster: c, broker: b }
+            K::Restart {
+                cluster: c,
+                broker: b,
+            }
+            | K::PauseBroker {
+                cluster: c,
+                broker: b,
+            }
+            | K::ResumeBroker {
+                cluster: c,
+                broker: b,
+            }
             | K::IsolateFromController {
-                cluster: c, broker: b, ..
+                cluster: c,
+                broker: b,
+                ..
             }
             | K::DiskFull {
-                cluster: c, broker: b, ..
+                cluster: c,
+                broker: b,
+                ..
             } => {
                 let ci = cluster("cluster", c)?;
                 broker(ci, *b)
@@ -894,7 +911,10 @@ impl Scenario {
                 cluster("from", from)?;
                 cluster("to", to)?;
                 if from == to {
-                    return Err(("to".into(), "a partition needs two different clusters".into()));
+                    return Err((
+                        "to".into(),
+                        "a partition needs two different clusters".into(),
+                    ));
                 }
                 Ok(())
             }
@@ -1049,7 +1069,10 @@ impl BatchPattern {
     /// Whether an actual batch `(base, last, epoch, kind)` matches.
     #[must_use]
     pub fn matches(&self, base: i64, last: i64, epoch: i32, kind: BatchKind) -> bool {
-        self.base == base && self.last == last && self.epoch.is_none_or(|e| e == epoch) && self.kind == kind
+        self.base == base
+            && self.last == last
+            && self.epoch.is_none_or(|e| e == epoch)
+            && self.kind == kind
     }
 }
 

@@ -49,28 +49,52 @@ fn semantic_errors_name_the_step_field() {
     let e = parse("\n[[step]]\ndo = \"crash\"\ncluster = \"nowhere\"\nbroker = 1\n").unwrap_err();
     assert!(e.starts_with("t.toml:12: field `step[1].cluster`"), "{e}");
     let e = parse("\n[[step]]\ndo = \"crash\"\ncluster = \"dst\"\nbroker = 3\n").unwrap_err();
-    assert!(e.contains("step[1].broker") && e.contains("broker 3"), "{e}");
-    let e = parse("\n[[step]]\ndo = \"crash\"\ncluster = \"dst\"\nbroker = \"leader\"\n").unwrap_err();
+    assert!(
+        e.contains("step[1].broker") && e.contains("broker 3"),
+        "{e}"
+    );
+    let e =
+        parse("\n[[step]]\ndo = \"crash\"\ncluster = \"dst\"\nbroker = \"leader\"\n").unwrap_err();
     assert!(e.contains("step[1].topic"), "{e}");
-    let e = parse("\n[[step]]\ndo = \"expect_state\"\ncluster = \"dst\"\ntopic = \"t\"\nstate = \"FLYING\"\n").unwrap_err();
-    assert!(e.contains("step[1].state") && e.contains("MIRRORING"), "{e}");
+    let e = parse(
+        "\n[[step]]\ndo = \"expect_state\"\ncluster = \"dst\"\ntopic = \"t\"\nstate = \"FLYING\"\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("step[1].state") && e.contains("MIRRORING"),
+        "{e}"
+    );
     let e = parse("\n[[step]]\ndo = \"stop_mirror\"\ncluster = \"dst\"\nmirror = \"m\"\ntopics = []\nexpect = \"oops\"\n").unwrap_err();
     assert!(e.contains("step[1].expect"), "{e}");
     let e = parse("\n[[step]]\ndo = \"expect_log\"\ncluster = \"dst\"\ntopic = \"t\"\nbatches = [\"0-3 data\"]\n").unwrap_err();
     assert!(e.contains("step[1].batches[0]") && e.contains("@"), "{e}");
     let e = parse("\n[[step]]\ndo = \"create_topic\"\ncluster = \"dst\"\ntopic = \"t\"\nreplication_factor = 3\n").unwrap_err();
-    assert!(e.contains("replication_factor") && e.contains("2 brokers"), "{e}");
+    assert!(
+        e.contains("replication_factor") && e.contains("2 brokers"),
+        "{e}"
+    );
 }
 
 #[test]
 fn world_errors_are_refused() {
     let e = Scenario::parse("description = \"x\"\ndesign = \"seed-no-brakes\"\n[[cluster]]\nname = \"a\"\nbrokers = 1\n", "w.toml", "w").unwrap_err().to_string();
-    assert!(e.starts_with("w.toml:2: field `design`") && e.contains("no-brakes"), "{e}");
-    let e = Scenario::parse("description = \"x\"\n[[cluster]]\nname = \"a\"\nbrokers = 9\n", "w.toml", "w").unwrap_err().to_string();
+    assert!(
+        e.starts_with("w.toml:2: field `design`") && e.contains("no-brakes"),
+        "{e}"
+    );
+    let e = Scenario::parse(
+        "description = \"x\"\n[[cluster]]\nname = \"a\"\nbrokers = 9\n",
+        "w.toml",
+        "w",
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("cluster[0].brokers"), "{e}");
     let e = Scenario::parse("description = \"x\"\n[[cluster]]\nname = \"a\"\nbrokers = 1\n[[cluster]]\nname = \"a\"\nbrokers = 1\n", "w.toml", "w").unwrap_err().to_string();
     assert!(e.contains("defined twice"), "{e}");
-    let e = Scenario::parse("description = \"x\"\n", "w.toml", "w").unwrap_err().to_string();
+    let e = Scenario::parse("description = \"x\"\n", "w.toml", "w")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("cluster"), "{e}");
     let e = Scenario::parse("description = \"x\"\n[[cluster]]\nname = \"a\"\nbrokers = 1\n[expect]\ninvariant = \"mirror_prefix\"\n", "w.toml", "w").unwrap_err().to_string();
     assert!(e.contains("expect.invariant"), "{e}");

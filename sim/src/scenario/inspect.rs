@@ -152,7 +152,12 @@ pub fn partition_count(w: &KafkaWorld, c: ClusterIdx, topic: &str) -> Option<i32
 
 /// Every live replica of the partition holds `log` byte for byte, with LEO = HW = its end.
 #[must_use]
-pub fn replicas_hold(w: &KafkaWorld, c: ClusterIdx, tp: &TopicPartition, log: &[RecordBatch]) -> bool {
+pub fn replicas_hold(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    tp: &TopicPartition,
+    log: &[RecordBatch],
+) -> bool {
     let Some((replicas, _)) = replicas_and_isr(w, c, tp) else {
         return false;
     };

@@ -169,7 +169,9 @@ pub fn run_scenario(sc: &Scenario, opts: &RunOptions) -> ScenarioOutcome {
     let design = opts.design.unwrap_or(sc.design);
     let sc2 = sc.clone();
     let verbose = opts.verbose;
-    let res = run_seed(sc.seed, move || async move { execute(sc2, design, verbose).await });
+    let res = run_seed(sc.seed, move || async move {
+        execute(sc2, design, verbose).await
+    });
     let (steps, violation, report, crash) = match res {
         Ok((steps, violation, report)) => (steps, violation, Some(report), None),
         Err(message) => (Vec::new(), None, None, Some(message)),
@@ -271,7 +273,9 @@ async fn execute(
     // End-of-run validations only for a run whose steps all held (a failed step already
     // decides the outcome).
     let all_ok = records.iter().all(|r: &StepRecord| r.result.is_ok());
-    let violation = w.violation().or_else(|| if all_ok { w.finish() } else { None });
+    let violation = w
+        .violation()
+        .or_else(|| if all_ok { w.finish() } else { None });
     if let Some(v) = &violation {
         w.world.note("scenario", "", &format!("violation {v}"));
     }
@@ -352,20 +356,22 @@ fn records(n: i32, tag: &str) -> Vec<SimpleRecord> {
 impl Ctx<'_> {
     fn cluster(&self, name: &str) -> ClusterIdx {
         // Validation checked every cluster name.
-        ClusterIdx(
-            u16::try_from(self.sc.cluster_index(name).unwrap_or(0)).unwrap_or(0),
-        )
+        ClusterIdx(u16::try_from(self.sc.cluster_index(name).unwrap_or(0)).unwrap_or(0))
     }
 
     async fn request_to(&self, c: ClusterIdx, to: BrokerId, req: Request) -> Option<Response> {
         let slot: ResponseSlot = Arc::new(Mutex::new(None));
         let s2 = Arc::clone(&slot);
         self.w.add_client(c, move |boot| {
-            Box::new(OneShot::new(boot.id, vec![to], req.clone(), Arc::clone(&s2), 15_000))
+            Box::new(OneShot::new(
+                boot.id,
+                vec![to],
+                req.clone(),
+                Arc::clone(&s2),
+                15_000,
+            ))
         });
-        self.w
-            .wait_until(20_000, |_| lock(&slot).is_some())
-            .await;
+        self.w.wait_until(20_000, |_| lock(&slot).is_some()).await;
         lock(&slot).take()
     }
 
@@ -396,24 +402,31 @@ impl Ctx<'_> {
         }
     }
 
-    async fn wait(&self, timeout_ms: u64, what: &str, cond: impl FnMut(&KafkaWorld) -> bool) -> StepResult {
+    async fn wait(
+        &self,
+        timeout_ms: u64,
+        what: &str,
+        cond: impl FnMut(&KafkaWorld) -> bool,
+    ) -> StepResult {
         let from = self.w.world.now();
         if self.w.wait_until(timeout_ms, cond).await {
             let waited = (self.w.world.now().0 - from.0) / 1_000;
             Ok(format!("{what} after {waited} ms"))
         } else {
-            Err(format!("timed out after {timeout_ms} ms waiting for {what}"))
+            Err(format!(
+                "timed out after {timeout_ms} ms waiting for {what}"
+            ))
         }
     }
 
     async fn admin_error(&self, c: ClusterIdx, req: Request) -> ErrorCode {
         match self.w.admin(c, req).await {
-            Some(Response::TopicErrors { results }) => {
-                results.first().map_or(ErrorCode::UnknownServerError, |r| r.1)
-            }
-            Some(Response::PartitionErrors { results }) => {
-                results.first().map_or(ErrorCode::UnknownServerError, |r| r.1)
-            }
+            Some(Response::TopicErrors { results }) => results
+                .first()
+                .map_or(ErrorCode::UnknownServerError, |r| r.1),
+            Some(Response::PartitionErrors { results }) => results
+                .first()
+                .map_or(ErrorCode::UnknownServerError, |r| r.1),
             Some(Response::MirrorAdmin { error, .. } | Response::Error { error }) => error,
             Some(_) => ErrorCode::UnknownServerError,
             None => ErrorCode::RequestTimedOut,
@@ -437,11 +450,15 @@ impl Ctx<'_> {
                 let rf = replication_factor.unwrap_or_else(|| {
                     w.spec().clusters[usize::from(c.0)].default_replication_factor
                 });
-                let cfg: Vec<(&str, &str)> =
-                    configs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                let cfg: Vec<(&str, &str)> = configs
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
                 let e = w.create_topic(c, topic, *partitions, rf, &cfg).await;
                 check_error(e, expect.as_ref())?;
-                Ok(format!("{cluster}/{topic} partitions={partitions} rf={rf}: {e}"))
+                Ok(format!(
+                    "{cluster}/{topic} partitions={partitions} rf={rf}: {e}"
+                ))
             }
             K::Produce {
                 cluster,
@@ -473,8 +490,11 @@ impl Ctx<'_> {
                                 _ => self.sequences.get(&key).copied().unwrap_or(0),
                             };
                             self.sequences.insert(key, seq.wrapping_add(*n));
-                            let (p, e, s) =
-                                (ProducerId(*pid), ProducerEpoch(*producer_epoch), Sequence(seq));
+                            let (p, e, s) = (
+                                ProducerId(*pid),
+                                ProducerEpoch(*producer_epoch),
+                                Sequence(seq),
+                            );
                             let b = if *transactional {
                                 BatchBuilder::transactional(p, e, s)
                             } else {
@@ -494,10 +514,7 @@ impl Ctx<'_> {
                     if let Some(base) = expect_offset {
                         let want = base + i64::from(i) * i64::from(*n);
                         if *acks != 0 && off.0 != want {
-                            return Err(format!(
-                                "batch {i} landed at {}, expected {want}",
-                                off.0
-                            ));
+                            return Err(format!("batch {i} landed at {}, expected {want}", off.0));
                         }
                     }
                     first.get_or_insert(off.0);
@@ -522,7 +539,9 @@ impl Ctx<'_> {
             } => {
                 let c = self.cluster(cluster);
                 let tp = TopicPartition::new(topic.as_str(), *partition);
-                let leader = w.leader(c, &tp).ok_or_else(|| format!("{tp} has no leader"))?;
+                let leader = w
+                    .leader(c, &tp)
+                    .ok_or_else(|| format!("{tp} has no leader"))?;
                 let req = Request::WriteTxnMarkers {
                     markers: vec![TxnMarker {
                         producer_id: ProducerId(*producer_id),
@@ -533,15 +552,17 @@ impl Ctx<'_> {
                     }],
                 };
                 let e = match self.request_to(c, leader, req).await {
-                    Some(Response::PartitionErrors { results }) => {
-                        results.first().map_or(ErrorCode::UnknownServerError, |r| r.1)
-                    }
+                    Some(Response::PartitionErrors { results }) => results
+                        .first()
+                        .map_or(ErrorCode::UnknownServerError, |r| r.1),
                     Some(Response::Error { error }) => error,
                     _ => ErrorCode::RequestTimedOut,
                 };
                 check_error(e, expect.as_ref())?;
                 let what = if *commit { "COMMIT" } else { "ABORT" };
-                Ok(format!("{what} for pid {producer_id} on {cluster}/{tp}: {e}"))
+                Ok(format!(
+                    "{what} for pid {producer_id} on {cluster}/{tp}: {e}"
+                ))
             }
             K::Consume {
                 cluster,
@@ -557,7 +578,9 @@ impl Ctx<'_> {
             } => {
                 let c = self.cluster(cluster);
                 let tp = TopicPartition::new(topic.as_str(), *partition);
-                let leader = w.leader(c, &tp).ok_or_else(|| format!("{tp} has no leader"))?;
+                let leader = w
+                    .leader(c, &tp)
+                    .ok_or_else(|| format!("{tp} has no leader"))?;
                 let req = Request::Fetch {
                     replica: None,
                     max_wait_ms: 0,
@@ -598,9 +621,9 @@ impl Ctx<'_> {
                     .filter(|b| {
                         // read_committed drops records of aborted transactions.
                         !(b.is_transactional()
-                            && aborted
-                                .iter()
-                                .any(|(pid, first)| *pid == b.producer_id().0 && *first <= b.base_offset().0))
+                            && aborted.iter().any(|(pid, first)| {
+                                *pid == b.producer_id().0 && *first <= b.base_offset().0
+                            }))
                     })
                     .flat_map(|b| {
                         let base = b.base_offset().0;
@@ -648,17 +671,23 @@ impl Ctx<'_> {
                         NodeRole::Client(n) => n,
                         _ => 0,
                     };
-                    let mut cfg = ProducerConfig::new(n, c, brokers.clone(), &t, (0..parts).collect());
+                    let mut cfg =
+                        ProducerConfig::new(n, c, brokers.clone(), &t, (0..parts).collect());
                     cfg.records_per_second = f64::from(rate);
                     cfg.seed = seed.wrapping_mul(31).wrapping_add(u64::from(n));
                     if kind == ProducerKindDef::Transactional {
                         cfg.transactional_id = Some(format!("txn-{n}"));
-                        cfg.txn.abort_probability =
-                            if abort == 0 { 0.0 } else { 1.0 / f64::from(abort) };
+                        cfg.txn.abort_probability = if abort == 0 {
+                            0.0
+                        } else {
+                            1.0 / f64::from(abort)
+                        };
                     }
                     ClientNode::Producer(Box::new(Producer::new(cfg)))
                 });
-                Ok(format!("{kind:?} producer on {cluster}/{topic} at {rate}/s"))
+                Ok(format!(
+                    "{kind:?} producer on {cluster}/{topic} at {rate}/s"
+                ))
             }
             K::StopProducers => {
                 w.stop_producers();
@@ -671,8 +700,10 @@ impl Ctx<'_> {
                 configs,
                 expect,
             } => {
-                let extra: Vec<(&str, &str)> =
-                    configs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                let extra: Vec<(&str, &str)> = configs
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
                 let e = w
                     .create_mirror_with(self.cluster(cluster), mirror, self.cluster(source), &extra)
                     .await;
@@ -700,7 +731,9 @@ impl Ctx<'_> {
                 expect,
             } => {
                 let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
-                let e = w.stop_mirror_topics(self.cluster(cluster), mirror, &refs).await;
+                let e = w
+                    .stop_mirror_topics(self.cluster(cluster), mirror, &refs)
+                    .await;
                 check_error(e, expect.as_ref())?;
                 Ok(format!("{mirror} {topics:?}: {e}"))
             }
@@ -801,7 +834,10 @@ impl Ctx<'_> {
                 let tp = TopicPartition::new(topic.as_str(), *partition);
                 let e = w.unclean_election(self.cluster(cluster), &tp).await;
                 check_error(e, expect.as_ref())?;
-                Ok(format!("{cluster}/{tp}: {e} leader={:?}", w.leader(self.cluster(cluster), &tp).map(|b| b.0)))
+                Ok(format!(
+                    "{cluster}/{tp}: {e} leader={:?}",
+                    w.leader(self.cluster(cluster), &tp).map(|b| b.0)
+                ))
             }
             K::Crash {
                 cluster,
@@ -835,7 +871,8 @@ impl Ctx<'_> {
                 let only = cluster.as_deref().map(|c| self.cluster(c));
                 let mut restarted = Vec::new();
                 for n in w.world.down_nodes() {
-                    if matches!(n.role, NodeRole::Broker(_)) && only.is_none_or(|c| n.cluster == c) {
+                    if matches!(n.role, NodeRole::Broker(_)) && only.is_none_or(|c| n.cluster == c)
+                    {
                         w.world.restart(n);
                         restarted.push(w.world.node_name(n));
                     }
@@ -902,7 +939,10 @@ impl Ctx<'_> {
                     dir,
                 );
                 self.faults.insert(id.clone(), f);
-                Ok(format!("{from} {} {to} as `{id}`", if *one_way { "->" } else { "<->" }))
+                Ok(format!(
+                    "{from} {} {to} as `{id}`",
+                    if *one_way { "->" } else { "<->" }
+                ))
             }
             K::Heal { id } => {
                 let f = self
@@ -917,9 +957,15 @@ impl Ctx<'_> {
                 self.faults.clear();
                 Ok("every fault".into())
             }
-            K::DiskFull { cluster, broker, on } => {
-                w.world
-                    .disk_full(NodeId::broker(self.cluster(cluster), BrokerId(*broker)), *on);
+            K::DiskFull {
+                cluster,
+                broker,
+                on,
+            } => {
+                w.world.disk_full(
+                    NodeId::broker(self.cluster(cluster), BrokerId(*broker)),
+                    *on,
+                );
                 Ok(format!("{cluster}-{broker} full={on}"))
             }
             K::Sleep { ms } => {
@@ -948,11 +994,16 @@ impl Ctx<'_> {
             } => {
                 let (a, b) = (self.cluster(&clusters[0]), self.cluster(&clusters[1]));
                 let what = format!("{topic} identical on {} and {}", clusters[0], clusters[1]);
-                self.wait(*timeout_ms, &what, |w| inspect::divergence(w, a, b, topic).is_none())
-                    .await
-                    .map_err(|e| {
-                        format!("{e}: {}", inspect::divergence(&w, a, b, topic).unwrap_or_default())
-                    })
+                self.wait(*timeout_ms, &what, |w| {
+                    inspect::divergence(w, a, b, topic).is_none()
+                })
+                .await
+                .map_err(|e| {
+                    format!(
+                        "{e}: {}",
+                        inspect::divergence(&w, a, b, topic).unwrap_or_default()
+                    )
+                })
             }
             K::WaitOffsets {
                 cluster,
@@ -965,22 +1016,23 @@ impl Ctx<'_> {
             } => {
                 let c = self.cluster(cluster);
                 let tp = TopicPartition::new(topic.as_str(), *partition);
-                let scope = if *all_replicas { "every replica of " } else { "" };
+                let scope = if *all_replicas {
+                    "every replica of "
+                } else {
+                    ""
+                };
                 let what = format!("{scope}{cluster}/{tp} hw={hw:?} leo={leo:?}");
-                let at = |w: &KafkaWorld| {
-                    w.leader(c, &tp)
-                        .and_then(|l| inspect::bounds(w, c, l, &tp))
-                };
-                let reached = |x: Bounds| {
-                    hw.is_none_or(|h| x.hw >= h) && leo.is_none_or(|l| x.leo >= l)
-                };
+                let at =
+                    |w: &KafkaWorld| w.leader(c, &tp).and_then(|l| inspect::bounds(w, c, l, &tp));
+                let reached =
+                    |x: Bounds| hw.is_none_or(|h| x.hw >= h) && leo.is_none_or(|l| x.leo >= l);
                 self.wait(*timeout_ms, &what, |w| {
                     at(w).is_some_and(reached)
                         && (!*all_replicas
                             || inspect::replicas_and_isr(w, c, &tp).is_some_and(|(rs, _)| {
-                                rs.into_iter().filter(|b| inspect::is_up(w, c, *b)).all(|b| {
-                                    inspect::bounds(w, c, b, &tp).is_some_and(reached)
-                                })
+                                rs.into_iter()
+                                    .filter(|b| inspect::is_up(w, c, *b))
+                                    .all(|b| inspect::bounds(w, c, b, &tp).is_some_and(reached))
                             }))
                 })
                 .await
@@ -1040,12 +1092,17 @@ impl Ctx<'_> {
             } => {
                 let c = self.cluster(cluster);
                 let tp = TopicPartition::new(topic.as_str(), *partition);
-                let leader = w.leader(c, &tp).ok_or_else(|| format!("{tp} has no leader"))?;
+                let leader = w
+                    .leader(c, &tp)
+                    .ok_or_else(|| format!("{tp} has no leader"))?;
                 let mut replicas = vec![leader];
                 if !leader_only {
                     let (all, _) = inspect::replicas_and_isr(&w, c, &tp)
                         .ok_or_else(|| format!("{tp} leader state missing"))?;
-                    replicas.extend(all.into_iter().filter(|b| *b != leader && inspect::is_up(&w, c, *b)));
+                    replicas.extend(
+                        all.into_iter()
+                            .filter(|b| *b != leader && inspect::is_up(&w, c, *b)),
+                    );
                 }
                 for b in &replicas {
                     let who = format!("{cluster}-{}", b.0);
@@ -1058,15 +1115,21 @@ impl Ctx<'_> {
                                 BatchPattern::parse(p).is_ok_and(|p| p.matches(g.0, g.1, g.2, g.3))
                             });
                         if !ok {
-                            let shown: Vec<String> =
-                                got.iter().map(|g| render_batch(g.0, g.1, g.2, g.3)).collect();
-                            return Err(format!("{who} {tp} batches: expected {want:?}, got {shown:?}"));
+                            let shown: Vec<String> = got
+                                .iter()
+                                .map(|g| render_batch(g.0, g.1, g.2, g.3))
+                                .collect();
+                            return Err(format!(
+                                "{who} {tp} batches: expected {want:?}, got {shown:?}"
+                            ));
                         }
                     }
                     if let Some(want) = epochs {
                         let got = inspect::epoch_entries(&w, c, *b, &tp).unwrap_or_default();
                         if &got != want {
-                            return Err(format!("{who} {tp} epoch cache: expected {want:?}, got {got:?}"));
+                            return Err(format!(
+                                "{who} {tp} epoch cache: expected {want:?}, got {got:?}"
+                            ));
                         }
                     }
                     let x: Bounds = inspect::bounds(&w, c, *b, &tp)
@@ -1107,15 +1170,23 @@ impl Ctx<'_> {
             } => {
                 let (a, b) = (self.cluster(&clusters[0]), self.cluster(&clusters[1]));
                 let tp = TopicPartition::new(topic.as_str(), *partition);
-                let la = inspect::leader_log(&w, a, &tp).ok_or_else(|| format!("{tp} has no leader on {}", clusters[0]))?;
-                let lb = inspect::leader_log(&w, b, &tp).ok_or_else(|| format!("{tp} has no leader on {}", clusters[1]))?;
+                let la = inspect::leader_log(&w, a, &tp)
+                    .ok_or_else(|| format!("{tp} has no leader on {}", clusters[0]))?;
+                let lb = inspect::leader_log(&w, b, &tp)
+                    .ok_or_else(|| format!("{tp} has no leader on {}", clusters[1]))?;
                 if la == lb {
                     Ok(format!("{tp}: {} identical batches", la.len()))
                 } else {
                     Err(format!(
                         "{tp} differs: {:?} vs {:?}",
-                        inspect::rows(&la).iter().map(|g| render_batch(g.0, g.1, g.2, g.3)).collect::<Vec<_>>(),
-                        inspect::rows(&lb).iter().map(|g| render_batch(g.0, g.1, g.2, g.3)).collect::<Vec<_>>()
+                        inspect::rows(&la)
+                            .iter()
+                            .map(|g| render_batch(g.0, g.1, g.2, g.3))
+                            .collect::<Vec<_>>(),
+                        inspect::rows(&lb)
+                            .iter()
+                            .map(|g| render_batch(g.0, g.1, g.2, g.3))
+                            .collect::<Vec<_>>()
                     ))
                 }
             }
@@ -1133,7 +1204,9 @@ impl Ctx<'_> {
                 if &got == losses {
                     Ok(format!("{cluster}: {got:?}"))
                 } else {
-                    Err(format!("{cluster} losses: expected {losses:?}, got {got:?}"))
+                    Err(format!(
+                        "{cluster} losses: expected {losses:?}, got {got:?}"
+                    ))
                 }
             }
         }
