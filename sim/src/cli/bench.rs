@@ -7,9 +7,11 @@ use crate::chaos::{
     ChaosFault, ChaosOptions, ChaosPlan, ClientPlan, CrashMode, FaultStep, run_plan,
 };
 
-/// The reference world at `scale`: one 3-broker cluster, 2 topics × 4·scale partitions (RF 3),
-/// producers writing 1000·scale records/s in total, a consumer, 60 simulated seconds with a
-/// crash and an isolation, then the liveness phase.
+/// The reference world at `scale` (product.md §9): a source and a destination cluster of 3
+/// brokers each, 2 topics × 4·scale partitions (RF 3) on the source mirrored into the
+/// destination (KIP-1279, seed design), producers writing 1000·scale records/s in total, a
+/// consumer, 60 simulated seconds with a source broker crash, a destination broker crash and
+/// an isolation, then the liveness phase (the mirror must converge).
 #[must_use]
 pub fn reference_plan(scale: u32) -> ChaosPlan {
     let partitions = 4 * i32::try_from(scale).unwrap_or(1);
@@ -48,6 +50,15 @@ pub fn reference_plan(scale: u32) -> ChaosPlan {
             },
         },
         FaultStep {
+            at_ms: 30_000,
+            fault: ChaosFault::Crash {
+                cluster: 1,
+                broker: 1,
+                mode: CrashMode::Process,
+                down_ms: 8_000,
+            },
+        },
+        FaultStep {
             at_ms: 40_000,
             fault: ChaosFault::Isolate {
                 cluster: 0,
@@ -58,7 +69,7 @@ pub fn reference_plan(scale: u32) -> ChaosPlan {
     ];
     ChaosPlan {
         seed: 42,
-        brokers: vec![3],
+        brokers: vec![3, 3],
         unclean_leader_election_enable: false,
         log_flush_interval_ms: None,
         topics,
@@ -66,7 +77,7 @@ pub fn reference_plan(scale: u32) -> ChaosPlan {
         faults,
         safety_ms: 60_000,
         liveness_ms: 120_000,
-        mirror: false,
+        mirror: true,
     }
 }
 
@@ -89,11 +100,12 @@ pub fn run(scales: &str) -> Result<i32, super::CliError> {
             ))
         })?;
     println!(
-        "reference world: 1 cluster × 3 brokers, 2 topics × 4·k partitions RF 3, 1000·k records/s,"
+        "reference world: source and destination of 3 brokers each, 2 topics × 4·k partitions RF 3"
     );
     println!(
-        "60 s simulated with a broker crash and an isolation, then the liveness phase; one thread"
+        "mirrored (seed design), 1000·k records/s, 60 s with crashes on both sides and an isolation,"
     );
+    println!("then the liveness phase until the mirror converges; one thread");
     println!();
     println!(
         "{:>5} {:>10} {:>8} {:>10} {:>12} {:>14} {:>14} {:>9}",
