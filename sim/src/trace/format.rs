@@ -23,20 +23,32 @@ const SUBJECT_WIDTH: usize = 12;
 /// (never rounded up) to milliseconds so a line never shows a time that has not happened yet.
 #[must_use]
 pub fn line(t_micros: u64, seq: u64, node: &str, subject: &str, text: &str) -> String {
+    let mut out = String::with_capacity(48 + text.len());
+    write_line(&mut out, t_micros, seq, node, subject, text);
+    out
+}
+
+/// [`line`] into a reused buffer (cleared first): the sink formats every event, kept or only
+/// hashed, so it avoids an allocation per event.
+fn write_line(out: &mut String, t_micros: u64, seq: u64, node: &str, subject: &str, text: &str) {
+    out.clear();
     let secs = t_micros / 1_000_000;
     let millis = (t_micros / 1_000) % 1_000;
-    let mut out = String::with_capacity(48 + text.len());
-    let time = format!("{secs}.{millis:03}");
+    // `{secs}.{millis:03}` right-aligned in TIME_WIDTH, without a temporary String.
+    let digits = secs.checked_ilog10().map_or(1, |d| d as usize + 1);
+    out.push_str("t=");
+    for _ in (digits + 4)..TIME_WIDTH {
+        out.push(' ');
+    }
     // Writing into a String cannot fail.
     let _ = write!(
         out,
-        "t={time:>TIME_WIDTH$}s #{seq:07} {node:<NODE_WIDTH$} {subject:<SUBJECT_WIDTH$} {text}"
+        "{secs}.{millis:03}s #{seq:07} {node:<NODE_WIDTH$} {subject:<SUBJECT_WIDTH$} {text}"
     );
     // An empty text (or subject) would leave padding at the end; trailing blanks only make
     // diffs noisy.
     let trimmed = out.trim_end().len();
     out.truncate(trimmed);
-    out
 }
 
 /// How much of the trace a line belongs to.
@@ -69,6 +81,7 @@ pub struct TraceSink {
     hash: TraceHash,
     next_seq: u64,
     hashed_lines: u64,
+    scratch: String,
 }
 
 impl TraceSink {
@@ -82,6 +95,7 @@ impl TraceSink {
             hash: TraceHash::new(),
             next_seq: 0,
             hashed_lines: 0,
+            scratch: String::new(),
         }
     }
 
@@ -102,7 +116,17 @@ impl TraceSink {
     ) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.record(level, line(t_micros, seq, node, subject, text));
+        let mut buf = std::mem::take(&mut self.scratch);
+        write_line(&mut buf, t_micros, seq, node, subject, text);
+        if level > self.keep || self.output == TraceOutput::Discard {
+            // Only hashed: no line is built for keeping.
+            self.hash.update(buf.as_bytes());
+            self.hash.update(b"\n");
+            self.hashed_lines += 1;
+        } else {
+            self.record(level, buf.clone());
+        }
+        self.scratch = buf;
         seq
     }
 
