@@ -303,7 +303,12 @@ impl Broker {
             MirrorStep::LookupLme {
                 pending, blocked, ..
             } => {
-                if pending.is_empty() || *blocked {
+                if r.desired == DesiredMirrorState::Stopped {
+                    // A stop overtakes PREPARING even while the other cluster does not answer
+                    // the LME lookup: failover during a source outage must work (A.1). Late
+                    // lookup answers find the step changed and are dropped.
+                    self.mirror_drive_from_state(tp, false);
+                } else if pending.is_empty() || *blocked {
                     self.mirror_drive_from_state(tp, true);
                 }
             }
@@ -321,6 +326,13 @@ impl Broker {
         let current = r.state();
         let target = match (current, r.desired) {
             (S::Failed, DesiredMirrorState::Stopped) => S::Stopping,
+            // Stopped is desired but no state is recorded: the `__mirror_state` record was lost
+            // (a single-replica coordinator partition that lost unflushed data) or the
+            // partition was added after the stop and never mirrored. The seed table has no
+            // UNKNOWN -> STOPPING, so the partition fails (any -> FAILED) and the stop then
+            // runs its whole plan (FAILED -> STOPPING): epoch bump, LSO truncation, LME, PID
+            // reset. Writable only after that, never by skipping it.
+            (S::Unknown, DesiredMirrorState::Stopped) => S::Failed,
             (S::Failed, _) => S::Failed,
             // Seed allows STOPPING only from PREPARING/MIRRORING: a stop that overtook a
             // resume goes through MIRRORING first.
@@ -341,6 +353,10 @@ impl Broker {
             }
             return;
         }
+        if current == S::Unknown && target == S::Failed {
+            self.mirror_write_failed(tp, "no mirror state recorded while the topic is stopped");
+            return;
+        }
         self.mirror_write(tp, Some(target), None);
     }
 
@@ -350,6 +366,17 @@ impl Broker {
         tp: &TopicPartition,
         target: Option<S>,
         last_mirror: Option<(i32, i64)>,
+    ) {
+        self.mirror_write_with(tp, target, last_mirror, None);
+    }
+
+    /// [`Self::mirror_write`] carrying a FAILED reason (`retry_attempt` -1: non-retryable).
+    fn mirror_write_with(
+        &mut self,
+        tp: &TopicPartition,
+        target: Option<S>,
+        last_mirror: Option<(i32, i64)>,
+        failure: Option<&str>,
     ) {
         let Some(r) = self.mirror_runs.get_mut(tp) else {
             return;
@@ -373,8 +400,8 @@ impl Broker {
             state_epoch: target.map(|_| state_epoch),
             last_mirror_epoch: last_mirror.map(|(e, _)| LeaderEpoch(e)),
             last_mirror_offset: last_mirror.map(|(_, o)| Offset(o)),
-            error_message: None,
-            retry_attempt: 0,
+            error_message: failure.map(str::to_string),
+            retry_attempt: if failure.is_some() { -1 } else { 0 },
             previous_state: r.state().value(),
         };
         let req = Request::WriteMirrorStates {
@@ -390,24 +417,7 @@ impl Broker {
 
     /// Persists FAILED with a reason (non-retryable).
     pub(super) fn mirror_write_failed(&mut self, tp: &TopicPartition, reason: &str) {
-        self.mirror_write(tp, Some(S::Failed), None);
-        // The reason travels with the write (the request built above carries no error); put it
-        // on the last queued WriteMirrorStates.
-        for out in self.outputs.iter_mut().rev() {
-            if let super::output::Output::Send {
-                message: super::output::Message::Request(Request::WriteMirrorStates { topics, .. }),
-                ..
-            } = out
-            {
-                for t in topics.iter_mut() {
-                    for p in t.partitions.iter_mut() {
-                        p.error_message = Some(reason.to_string());
-                        p.retry_attempt = -1;
-                    }
-                }
-                break;
-            }
-        }
+        self.mirror_write_with(tp, Some(S::Failed), None, Some(reason));
     }
 
     pub(super) fn on_mirror_write(
