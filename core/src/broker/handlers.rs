@@ -93,7 +93,9 @@ impl Broker {
             | Request::StopMirrorTopics { .. }
             | Request::PauseMirrorTopics { .. }
             | Request::ResumeMirrorTopics { .. }
-            | Request::ListMirrors { .. }) => {
+            | Request::ListMirrors { .. }
+            | Request::CreateAcls { .. }
+            | Request::DeleteAcls { .. }) => {
                 // Kafka forwards admin requests to the active controller (EnvelopeRequest);
                 // KIP-1279's mirror admin requests go the same way (spec kip1279.md A.1).
                 let controller = self.controller();
@@ -137,6 +139,20 @@ impl Broker {
             Request::ListGroups {} => {
                 let r = self.handle_list_groups();
                 self.respond(from, id, r);
+            }
+            // Kafka brokers answer DescribeAcls from their own authorizer, which the metadata
+            // log feeds (`AclApis.handleDescribeAcls`), so it is never forwarded: an answer may
+            // lag the controller by the broker's metadata delay, as in Kafka.
+            Request::DescribeAcls { filter } => {
+                let acls = self.image.acls_matching(&filter);
+                self.respond(
+                    from,
+                    id,
+                    Response::DescribeAcls {
+                        error: ErrorCode::None,
+                        acls,
+                    },
+                );
             }
             _ => self.respond(
                 from,
