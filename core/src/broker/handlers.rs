@@ -88,7 +88,6 @@ impl Broker {
             | Request::ElectLeaders { .. }
             | Request::IncrementalAlterConfigs { .. }
             | Request::CreateMirror { .. }
-            | Request::DeleteMirror { .. }
             | Request::StartMirrorTopics { .. }
             | Request::StopMirrorTopics { .. }
             | Request::PauseMirrorTopics { .. }
@@ -109,6 +108,11 @@ impl Broker {
                     0,
                 );
             }
+            // KIP-1279: validated here against `__mirror_state` first (see `delete_mirror`).
+            Request::DeleteMirror {
+                mirror_name,
+                state_validation_offset,
+            } => self.handle_delete_mirror(from, id, mirror_name, state_validation_offset),
             // KIP-1279: answered by the broker's mirror logic, never forwarded.
             Request::DescribeMirrors {
                 cluster_id,

@@ -15,6 +15,7 @@ pub mod acl_sync;
 pub mod broker;
 pub mod config;
 pub mod coordinator_runtime;
+pub mod delete_mirror;
 pub mod fetcher;
 mod handlers;
 mod lifecycle;
