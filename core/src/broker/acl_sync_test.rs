@@ -62,13 +62,8 @@ fn only_topic_acls_of_mirroring_topics_are_created() {
 #[test]
 fn acls_already_on_the_destination_are_not_recreated() {
     let a = topic("orders", Pt::Literal, Op::Read);
-    let plan = plan_acl_sync(
-        &[a.clone()],
-        &[a],
-        &set(&["orders"]),
-        &set(&["orders"]),
-        &all(),
-    );
+    let both = [a];
+    let plan = plan_acl_sync(&both, &both, &set(&["orders"]), &set(&["orders"]), &all());
     assert_eq!(plan, AclSyncPlan::default());
 }
 
