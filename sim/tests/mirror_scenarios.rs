@@ -1172,6 +1172,90 @@ fn source_topic_deletion_fails_the_mirror_and_stop_still_works() {
 // ------------------------------------------------------------------ 8. DeleteMirror
 
 #[test]
+fn delete_mirror_is_refused_while_desired_removed_but_a_partition_is_still_stopping() {
+    // Goal: kip1279 A.1 "DeleteMirror ... allowed only when every topic of the mirror is
+    // STOPPED" and B §6.1: the desired state (`m1.removed`) is not enough; the broker checks
+    // the partition states in `__mirror_state` before forwarding. A paused ISR follower holds
+    // the stop's acks=all PID reset, so the partition stays STOPPING meanwhile.
+    let out = run_seed(112, || async {
+        let w = mirrored_world().await;
+        let leader = w.leader(DST, &tp()).unwrap();
+        let coord = state_coordinator(&w);
+        let follower = w
+            .broker_ids(DST)
+            .into_iter()
+            .find(|b| *b != leader && *b != coord)
+            .unwrap();
+        assert!(w.world.pause(NodeId::broker(DST, follower)));
+        let stop = Request::StopMirrorTopics {
+            mirror_name: "m1".into(),
+            topics: vec![TOPIC.into()],
+            state_validation_offset: None,
+        };
+        assert!(matches!(
+            request_to(&w, DST, leader, stop).await,
+            Some(Response::MirrorAdmin {
+                error: ErrorCode::None,
+                ..
+            })
+        ));
+        assert!(poll_1ms(&w, |w| w.mirror_state(DST, &tp()) == Some(S::Stopping)).await);
+        let desired = w.with_broker(DST, leader, |b| {
+            b.image()
+                .topic_config(TOPIC, "mirror.name")
+                .map(str::to_string)
+        });
+        assert_eq!(desired.flatten().as_deref(), Some("m1.removed"));
+        let delete = || Request::DeleteMirror {
+            mirror_name: "m1".into(),
+            state_validation_offset: None,
+        };
+        let refused = request_to(&w, DST, leader, delete()).await;
+        let Some(Response::MirrorAdmin {
+            error,
+            message,
+            topics,
+        }) = refused
+        else {
+            panic!("{refused:?}")
+        };
+        assert_eq!(error, ErrorCode::InvalidClusterMirrorStates);
+        assert!(
+            message.as_deref().unwrap_or_default().contains("STOPPING"),
+            "{message:?}"
+        );
+        assert_eq!(topics.len(), 1);
+        assert_eq!(
+            w.mirror_state(DST, &tp()),
+            Some(S::Stopping),
+            "still stopping"
+        );
+        // The refusal changed nothing: the mirror is still there.
+        let listed = request_to(&w, DST, leader, Request::ListMirrors {}).await;
+        assert!(
+            matches!(&listed, Some(Response::ListMirrors { mirrors, .. }) if mirrors.len() == 1),
+            "{listed:?}"
+        );
+        assert!(w.world.resume(NodeId::broker(DST, follower)));
+        wait_state(&w, DST, S::Stopped, 60_000).await;
+        let accepted = request_to(&w, DST, leader, delete()).await;
+        assert!(
+            matches!(
+                accepted,
+                Some(Response::MirrorAdmin {
+                    error: ErrorCode::None,
+                    ..
+                })
+            ),
+            "{accepted:?}"
+        );
+        w.finish()
+    })
+    .unwrap();
+    assert_eq!(out, None);
+}
+
+#[test]
 fn delete_mirror_is_refused_while_a_topic_mirrors_and_accepted_after_stop() {
     let out = run_seed(110, || async {
         let w = mirrored_world().await;

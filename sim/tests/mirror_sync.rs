@@ -1,7 +1,7 @@
 //! KIP-1279 metadata sync end to end (spec kip1279.md A.1 "Metadata sync", B §8.10, §8.11):
 //! the mirror coordinator copies topic configs (minus the exclude list), consumer group
 //! offsets (clamped to the destination log, skipped for groups active on the destination,
-//! never after STOPPED), and new source partitions.
+//! never after STOPPED), new source partitions, and the TOPIC ACLs of MIRRORING topics.
 
 use std::sync::{Arc, Mutex};
 
@@ -10,6 +10,9 @@ use mirror_core::broker::coordinator_runtime::{
 };
 use mirror_core::coordinator::coordinator_partition;
 use mirror_core::mirror::MirrorPartitionState as S;
+use mirror_core::protocol::acl::{
+    AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AclResourceType, PatternType,
+};
 use mirror_core::protocol::messages::CoordinatorKind;
 use mirror_core::protocol::metadata::ConfigResource;
 use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
@@ -441,5 +444,144 @@ fn new_source_partitions_are_created_and_mirrored_from_zero() {
             .iter()
             .any(|l| l.contains("mirror m1 sync partitions → 2: NONE")),
         "grown by the sync"
+    );
+}
+
+// ------------------------------------------------------------------ ACLs (B §8.11, S30)
+
+fn topic_acl(name: &str, pattern: PatternType, principal: &str, op: AclOperation) -> AclBinding {
+    AclBinding::new(
+        AclResourceType::Topic,
+        name,
+        pattern,
+        principal,
+        op,
+        AclPermissionType::Allow,
+    )
+}
+
+#[test]
+fn acls_of_mirroring_topics_are_synced_deleted_with_the_source_and_frozen_after_stop() {
+    // Goal: A.1 "Metadata sync ... ACLs" with the rules of `acl_sync`: TOPIC ACLs that apply
+    // to a MIRRORING topic reach the destination within a refresh interval; ACLs of other
+    // topics and resources do not; an ACL deleted on the source is deleted on the
+    // destination while the topic mirrors (prototype); after STOPPED nothing is synced or
+    // deleted any more (A.1: only MIRRORING partitions).
+    let out = run_seed(34, || async {
+        let w = KafkaWorld::start(spec());
+        mirrored_topic(&w, "orders", &[]).await;
+        assert_eq!(
+            w.create_topic(SRC, "payments", 1, 3, &[]).await,
+            ErrorCode::None
+        );
+        let literal = topic_acl(
+            "orders",
+            PatternType::Literal,
+            "User:alice",
+            AclOperation::Read,
+        );
+        let prefixed = topic_acl(
+            "ord",
+            PatternType::Prefixed,
+            "User:bob",
+            AclOperation::Write,
+        );
+        let other_topic = topic_acl(
+            "payments",
+            PatternType::Literal,
+            "User:alice",
+            AclOperation::Read,
+        );
+        let group = AclBinding::new(
+            AclResourceType::Group,
+            "orders",
+            PatternType::Literal,
+            "User:alice",
+            AclOperation::Read,
+            AclPermissionType::Allow,
+        );
+        let created = w
+            .create_acls(
+                SRC,
+                vec![
+                    literal.clone(),
+                    prefixed.clone(),
+                    other_topic.clone(),
+                    group.clone(),
+                ],
+            )
+            .await;
+        assert_eq!(created, Some(vec![ErrorCode::None; 4]));
+        let synced = w
+            .wait_until(15_000, |w| {
+                let dst = w.controller_acls(DST);
+                dst.contains(&literal) && dst.contains(&prefixed)
+            })
+            .await;
+        assert!(synced, "destination ACLs {:?}", w.controller_acls(DST));
+        // Two more rounds: the other topic's and the group's ACLs never arrive.
+        w.run_for_ms(12_000).await;
+        let mut want = vec![literal.clone(), prefixed.clone()];
+        want.sort();
+        assert_eq!(w.controller_acls(DST), want);
+        // DescribeAcls at a destination broker shows the same.
+        assert_eq!(
+            w.describe_acls(DST, AclBindingFilter::any()).await,
+            Some(want)
+        );
+        // Deleted on the source while mirroring → deleted on the destination.
+        let removed = w
+            .delete_acls(SRC, vec![AclBindingFilter::exact(&literal)])
+            .await
+            .expect("answered");
+        assert_eq!(removed[0].matching, vec![literal.clone()]);
+        let gone = w
+            .wait_until(15_000, |w| !w.controller_acls(DST).contains(&literal))
+            .await;
+        assert!(gone, "destination ACLs {:?}", w.controller_acls(DST));
+        assert_eq!(w.controller_acls(DST), vec![prefixed.clone()]);
+        // Failover: after STOPPED, new source ACLs are not synced and deletions not followed.
+        assert_eq!(
+            w.stop_mirror_topics(DST, "m1", &["orders"]).await,
+            ErrorCode::None
+        );
+        let tp = TopicPartition::new("orders", 0);
+        assert!(
+            w.wait_until(30_000, |w| w.mirror_state(DST, &tp) == Some(S::Stopped))
+                .await
+        );
+        let late = topic_acl(
+            "orders",
+            PatternType::Literal,
+            "User:carol",
+            AclOperation::Write,
+        );
+        assert_eq!(
+            w.create_acls(SRC, vec![late.clone()]).await,
+            Some(vec![ErrorCode::None])
+        );
+        assert!(
+            w.delete_acls(SRC, vec![AclBindingFilter::exact(&prefixed)])
+                .await
+                .is_some()
+        );
+        w.run_for_ms(15_000).await;
+        assert_eq!(w.controller_acls(DST), vec![prefixed.clone()]);
+        let lines = w.world.trace_lines();
+        (w.finish(), lines)
+    })
+    .unwrap();
+    assert_eq!(out.0, None, "no invariant broke");
+    assert!(
+        out.1
+            .iter()
+            .any(|l| l.contains("mirror m1 sync acls create") && l.contains("TOPIC:LITERAL:orders")),
+        "the sync is traced"
+    );
+    assert!(
+        out.1
+            .iter()
+            .any(|l| l.contains("mirror m1 sync acls delete") && l.contains("User:alice")),
+        "the deletion is traced"
     );
 }

@@ -84,6 +84,8 @@ pub(super) enum Pending {
         round: u64,
         step: super::mirror_sync::SyncStep,
     },
+    /// KIP-1279: `ReadMirrorStates` of `DeleteMirror` validation `.0` (see `delete_mirror`).
+    DeleteMirrorStates(u64),
     /// An admin request relayed to the controller for `client`.
     Forward {
         client: NodeId,
@@ -119,6 +121,7 @@ pub struct Broker {
     pub(super) mirror_runs: BTreeMap<TopicPartition, super::mirror_manager::MirrorRun>,
     pub(super) mirror_fetch: super::mirror_fetcher::MirrorFetchState,
     pub(super) mirror_sync: super::mirror_sync::MirrorSyncHost,
+    pub(super) delete_mirror: super::delete_mirror::DeleteMirrorHost,
 }
 
 impl Broker {
@@ -160,6 +163,7 @@ impl Broker {
             mirror_runs: BTreeMap::new(),
             mirror_fetch: super::mirror_fetcher::MirrorFetchState::default(),
             mirror_sync: super::mirror_sync::MirrorSyncHost::default(),
+            delete_mirror: super::delete_mirror::DeleteMirrorHost::default(),
             config,
         };
         let mut io = Vec::new();

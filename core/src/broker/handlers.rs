@@ -88,12 +88,13 @@ impl Broker {
             | Request::ElectLeaders { .. }
             | Request::IncrementalAlterConfigs { .. }
             | Request::CreateMirror { .. }
-            | Request::DeleteMirror { .. }
             | Request::StartMirrorTopics { .. }
             | Request::StopMirrorTopics { .. }
             | Request::PauseMirrorTopics { .. }
             | Request::ResumeMirrorTopics { .. }
-            | Request::ListMirrors { .. }) => {
+            | Request::ListMirrors { .. }
+            | Request::CreateAcls { .. }
+            | Request::DeleteAcls { .. }) => {
                 // Kafka forwards admin requests to the active controller (EnvelopeRequest);
                 // KIP-1279's mirror admin requests go the same way (spec kip1279.md A.1).
                 let controller = self.controller();
@@ -107,6 +108,11 @@ impl Broker {
                     0,
                 );
             }
+            // KIP-1279: validated here against `__mirror_state` first (see `delete_mirror`).
+            Request::DeleteMirror {
+                mirror_name,
+                state_validation_offset,
+            } => self.handle_delete_mirror(from, id, mirror_name, state_validation_offset),
             // KIP-1279: answered by the broker's mirror logic, never forwarded.
             Request::DescribeMirrors {
                 cluster_id,
@@ -137,6 +143,20 @@ impl Broker {
             Request::ListGroups {} => {
                 let r = self.handle_list_groups();
                 self.respond(from, id, r);
+            }
+            // Kafka brokers answer DescribeAcls from their own authorizer, which the metadata
+            // log feeds (`AclApis.handleDescribeAcls`), so it is never forwarded: an answer may
+            // lag the controller by the broker's metadata delay, as in Kafka.
+            Request::DescribeAcls { filter } => {
+                let acls = self.image.acls_matching(&filter);
+                self.respond(
+                    from,
+                    id,
+                    Response::DescribeAcls {
+                        error: ErrorCode::None,
+                        acls,
+                    },
+                );
             }
             _ => self.respond(
                 from,

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::protocol::acl::{AclBinding, AclBindingFilter, AclId};
 use crate::protocol::metadata::{ConfigResource, MetadataRecord, PartitionRegistration};
 use crate::types::{BrokerId, TopicId, TopicPartition};
 
@@ -39,6 +40,8 @@ pub struct MetadataImage {
     pub topic_ids: BTreeMap<String, TopicId>,
     /// Configs by resource.
     pub configs: BTreeMap<ConfigResource, BTreeMap<String, String>>,
+    /// ACLs by id (Kafka: `AclsImage`). ACLs outlive the topics they name, as in Kafka.
+    pub acls: BTreeMap<AclId, AclBinding>,
 }
 
 /// What changed when a record was applied, for the broker to react to.
@@ -163,7 +166,28 @@ impl MetadataImage {
                 MetadataDelta::Config(resource.clone())
             }
             MetadataRecord::ProducerIds { .. } => MetadataDelta::None,
+            MetadataRecord::AccessControlEntry { id, binding } => {
+                self.acls.insert(*id, binding.clone());
+                MetadataDelta::None
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => {
+                self.acls.remove(id);
+                MetadataDelta::None
+            }
         }
+    }
+
+    /// The ACLs `filter` matches, sorted (Kafka: `StandardAuthorizer.acls(filter)`).
+    #[must_use]
+    pub fn acls_matching(&self, filter: &AclBindingFilter) -> Vec<AclBinding> {
+        let mut v: Vec<AclBinding> = self
+            .acls
+            .values()
+            .filter(|b| filter.matches(b))
+            .cloned()
+            .collect();
+        v.sort();
+        v
     }
 
     /// The registration of `tp`.

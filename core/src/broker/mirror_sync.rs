@@ -35,7 +35,11 @@
 //! STOPPING or STOPPED partitions, and a stop requested mid-round stops the round's commits
 //! as soon as this broker's image shows it.
 //!
-//! Not modelled: ACL sync (the model has no authorizer data to mirror), share groups,
+//!    - **ACLs** (B §8.11): `DescribeAcls` to a source broker, then `CreateAcls` /
+//!      `DeleteAcls` at the controller for the TOPIC ACLs of MIRRORING topics; the rules,
+//!      the deletion semantics and the `acls.include` switch are in [`super::acl_sync`].
+//!
+//! Not modelled: share groups,
 //! `groups.include`/`groups.exclude` patterns (every source group is synced), regex
 //! patterns in `topic.properties.exclude` (exact key names), quotas (not mirrored, MM7).
 //!
@@ -50,6 +54,7 @@ use super::timers::TimerId;
 use crate::mirror::{
     MirrorPartitionState as S, mirror_coordinator_partition, mirror_state_partition,
 };
+use crate::protocol::acl::AclBinding;
 use crate::protocol::messages::{CoordinatorKind, MirrorTopic, OffsetSpec, ReadMirrorStatesTopic};
 use crate::protocol::metadata::{
     ConfigResource, DesiredMirrorState, MIRROR_NAME_CONFIG, MIRROR_STATE_TOPIC,
@@ -120,6 +125,12 @@ pub(super) enum SyncStep {
         /// Offsets committed.
         offsets: Vec<(TopicPartition, Offset)>,
     },
+    /// `DescribeAcls` (TOPIC) at a source broker.
+    SourceAcls,
+    /// `CreateAcls` at the controller (the ACLs created).
+    CreateAcls(Vec<AclBinding>),
+    /// `DeleteAcls` at the controller (the ACLs deleted).
+    DeleteAcls(Vec<AclBinding>),
 }
 
 /// One sync round of one mirror.
@@ -242,7 +253,7 @@ impl Broker {
         &self.mirror_sync
     }
 
-    fn mirror_config(&self, mirror: &str, key: &str) -> Option<&str> {
+    pub(super) fn mirror_config(&self, mirror: &str, key: &str) -> Option<&str> {
         self.image
             .configs
             .get(&ConfigResource::Mirror(mirror.to_string()))?
@@ -274,7 +285,7 @@ impl Broker {
     }
 
     /// True while `topic`'s `mirror.name` says: mirror it with `mirror`.
-    fn desired_mirroring(&self, mirror: &str, topic: &str) -> bool {
+    pub(super) fn desired_mirroring(&self, mirror: &str, topic: &str) -> bool {
         self.mirror_membership(topic)
             .is_some_and(|m| m.mirror_name == mirror && m.desired == DesiredMirrorState::Mirroring)
     }
@@ -318,7 +329,14 @@ impl Broker {
         self.start_sync_round(mirror);
     }
 
-    fn sync_send(&mut self, mirror: &str, round: u64, to: NodeId, req: Request, step: SyncStep) {
+    pub(super) fn sync_send(
+        &mut self,
+        mirror: &str,
+        round: u64,
+        to: NodeId,
+        req: Request,
+        step: SyncStep,
+    ) {
         let pending = Pending::MirrorSync {
             mirror: mirror.to_string(),
             round,
@@ -438,6 +456,14 @@ impl Broker {
                 self.on_sync_result(mirror, step, resp.as_ref());
                 return;
             }
+            SyncStep::CreateAcls(acls) => {
+                self.on_sync_acls_result(mirror, acls, false, resp.as_ref());
+                return;
+            }
+            SyncStep::DeleteAcls(acls) => {
+                self.on_sync_acls_result(mirror, acls, true, resp.as_ref());
+                return;
+            }
             other => other,
         };
         let Some(r) = self
@@ -488,7 +514,12 @@ impl Broker {
                 self.sync_phase1_answered(mirror);
             }
             SyncStep::TopicConfigs => self.on_sync_source_configs(mirror, resp),
-            SyncStep::AlterConfigs { .. } | SyncStep::Grow { .. } | SyncStep::Commit { .. } => {}
+            SyncStep::AlterConfigs { .. }
+            | SyncStep::Grow { .. }
+            | SyncStep::Commit { .. }
+            | SyncStep::CreateAcls(_)
+            | SyncStep::DeleteAcls(_) => {}
+            SyncStep::SourceAcls => self.on_sync_source_acls(mirror, round, resp),
             SyncStep::ListGroups => self.on_sync_list_groups(mirror, round, resp),
             SyncStep::FindSourceCoordinator(group) => {
                 let Some((source, _)) = self.mirror_source(mirror) else {
@@ -628,6 +659,12 @@ impl Broker {
         let to = self.sync_source_broker(source, &brokers);
         let req = Request::DescribeTopicConfigs { topics: eligible };
         self.sync_send(mirror, round, to, req, SyncStep::TopicConfigs);
+        // ACLs (see `acl_sync`).
+        let to = self.sync_source_broker(source, &brokers);
+        let req = Request::DescribeAcls {
+            filter: super::acl_sync::source_topic_acls_filter(),
+        };
+        self.sync_send(mirror, round, to, req, SyncStep::SourceAcls);
         // Group offsets: every source broker lists the groups it coordinates.
         for b in brokers {
             let to = NodeId::broker(source, b);

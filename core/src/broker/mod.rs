@@ -8,11 +8,14 @@
 //! - [`partition`]: one replica (log + leader/follower state).
 //! - [`purgatory`]: delayed produce and fetch.
 //! - [`storage`]: segments, checkpoints, recovery.
+//! - [`acl_sync`]: KIP-1279 ACL sync, a step of the mirror metadata sync.
 
+pub mod acl_sync;
 #[allow(clippy::module_inception)]
 pub mod broker;
 pub mod config;
 pub mod coordinator_runtime;
+pub mod delete_mirror;
 pub mod fetcher;
 mod handlers;
 mod lifecycle;

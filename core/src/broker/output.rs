@@ -337,6 +337,18 @@ pub enum Event {
         /// The destination group coordinator's answer.
         error: crate::protocol::ErrorCode,
     },
+    /// KIP-1279 metadata sync: the mirror coordinator created (or deleted) destination ACLs
+    /// to match the source's (B §8.11; rules in `acl_sync`).
+    MirrorAclsSynced {
+        /// Mirror.
+        mirror: String,
+        /// True for a deletion, false for a creation.
+        deleted: bool,
+        /// The ACLs, rendered as `AclBinding`'s `Display`.
+        acls: Vec<String>,
+        /// The controller's answer (the first per-ACL error).
+        error: crate::protocol::ErrorCode,
+    },
     /// KIP-1279 metadata sync: the source has more partitions; the topic was grown (B §8.10).
     MirrorPartitionsSynced {
         /// Mirror.

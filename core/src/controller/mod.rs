@@ -10,6 +10,7 @@
 //! - [`replication`]: placement, elections, ISR changes, `AlterPartition` validation and
 //!   KIP-1279 `MinLeaderEpoch` bumps (`ReplicationControlManager`, `PartitionChangeBuilder`).
 //! - [`producer_ids`]: producer id blocks (`ProducerIdControlManager`).
+//! - [`acls`]: `CreateAcls` / `DeleteAcls` (`AclControlManager`); the ACLs live in the image.
 //! - [`mirror_admin`]: KIP-1279 mirrors and mirror topics (seed design: `MIRROR` config
 //!   records and the `mirror.name` topic config), and the controller's read-only rules.
 //!
@@ -27,6 +28,7 @@
 //! - Only `unclean.leader.election.enable` and `min.insync.replicas` are validated among
 //!   configs; no-op config changes write no record.
 
+pub mod acls;
 pub mod cluster;
 pub mod config;
 pub mod metadata_log;
@@ -46,6 +48,8 @@ pub use replication::{
     place_replicas, validate_alter_partition,
 };
 
+#[cfg(test)]
+mod acls_test;
 #[cfg(test)]
 mod controller_test;
 #[cfg(test)]

@@ -457,6 +457,8 @@ impl Controller {
                 topics,
             } => self.on_mirror_topics_op(&mirror_name, &topics, MirrorTopicsOp::Resume, None),
             Request::ListMirrors {} => self.on_list_mirrors(),
+            Request::CreateAcls { creations } => self.on_create_acls(&creations),
+            Request::DeleteAcls { filters } => self.on_delete_acls(&filters),
             other => error_response(&other, ErrorCode::InvalidRequest, self.log.end_offset()),
         };
         self.respond(from, id, resp);
@@ -1072,6 +1074,19 @@ fn error_response(req: &Request, error: ErrorCode, end_offset: i64) -> Response 
         Request::ListMirrors {} => Response::ListMirrors {
             error,
             mirrors: Vec::new(),
+        },
+        Request::CreateAcls { creations } => Response::CreateAcls {
+            results: creations.iter().map(|_| (error, None)).collect(),
+        },
+        Request::DeleteAcls { filters } => Response::DeleteAcls {
+            results: filters
+                .iter()
+                .map(|_| crate::protocol::acl::DeleteAclsFilterResult {
+                    error,
+                    message: None,
+                    matching: Vec::new(),
+                })
+                .collect(),
         },
         Request::IncrementalAlterConfigs { resource, .. } => {
             let name = match resource {

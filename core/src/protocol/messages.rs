@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::ErrorCode;
+use super::acl::{AclBinding, AclBindingFilter, DeleteAclsFilterResult};
 use super::metadata::{ConfigResource, DesiredMirrorState, MetadataRecord};
 use crate::log::txn_index::AbortedTxn;
 use crate::record::RecordBatch;
@@ -156,6 +157,24 @@ pub enum Request {
     },
     /// KIP-1279: lists mirrors and their topics (answered by the controller from its image).
     ListMirrors {},
+    /// Creates ACLs (Kafka: `CreateAcls`, forwarded to the controller). Creating an ACL
+    /// that exists already succeeds and writes nothing.
+    CreateAcls {
+        /// The ACLs, each answered on its own.
+        creations: Vec<AclBinding>,
+    },
+    /// Deletes the ACLs each filter matches (Kafka: `DeleteAcls`, forwarded to the
+    /// controller).
+    DeleteAcls {
+        /// Filters, each answered on its own.
+        filters: Vec<AclBindingFilter>,
+    },
+    /// Lists the ACLs a filter matches (Kafka: `DescribeAcls`). Answered by the receiving
+    /// broker from its metadata image, as Kafka's brokers answer it from their authorizer.
+    DescribeAcls {
+        /// The filter.
+        filter: AclBindingFilter,
+    },
 
     // ------------------------------------------------------------ KIP-1279 (-> broker)
     /// KIP-1279: partition states, lags and the LME lookup used by failback. Answered by each
@@ -496,6 +515,23 @@ pub enum Response {
     ListGroups {
         /// Group ids known to the group coordinators the answering broker hosts, sorted.
         groups: Vec<String>,
+    },
+    /// To `CreateAcls`: `(error, message)` per creation, in request order.
+    CreateAcls {
+        /// Per creation.
+        results: Vec<(ErrorCode, Option<String>)>,
+    },
+    /// To `DeleteAcls`: one result per filter, in request order.
+    DeleteAcls {
+        /// Per filter.
+        results: Vec<DeleteAclsFilterResult>,
+    },
+    /// To `DescribeAcls`.
+    DescribeAcls {
+        /// Error.
+        error: ErrorCode,
+        /// The matching ACLs, sorted.
+        acls: Vec<AclBinding>,
     },
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::acl::{AclBinding, AclId};
 use crate::types::{BrokerId, LeaderEpoch, ProducerId, TopicId};
 
 /// Which config a `Config` record or `IncrementalAlterConfigs` addresses.
@@ -98,6 +99,19 @@ pub enum MetadataRecord {
         broker_id: BrokerId,
         /// Next id the controller will hand out.
         next_producer_id: ProducerId,
+    },
+    /// An ACL was created: `AccessControlEntryRecord` (id, resource type, name, pattern
+    /// type, principal, host, operation, permission type).
+    AccessControlEntry {
+        /// The ACL's id.
+        id: AclId,
+        /// The ACL.
+        binding: AclBinding,
+    },
+    /// An ACL was deleted: `RemoveAccessControlEntryRecord`.
+    RemoveAccessControlEntry {
+        /// The ACL's id.
+        id: AclId,
     },
 }
 

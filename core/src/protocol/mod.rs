@@ -1,6 +1,7 @@
 //! Wire-level vocabulary shared by brokers, controllers and clients: error codes, node
 //! addresses, requests/responses and metadata records.
 
+pub mod acl;
 pub mod error_code;
 pub mod messages;
 pub mod metadata;

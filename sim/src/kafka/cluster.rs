@@ -595,6 +595,66 @@ impl KafkaWorld {
         mirror_error(self.admin(destination, req).await)
     }
 
+    /// Creates ACLs through any broker (forwarded to the controller); the per-ACL errors,
+    /// or `None` when no answer came.
+    pub async fn create_acls(
+        &self,
+        cluster: ClusterIdx,
+        creations: Vec<mirror_core::protocol::acl::AclBinding>,
+    ) -> Option<Vec<ErrorCode>> {
+        match self.admin(cluster, Request::CreateAcls { creations }).await {
+            Some(Response::CreateAcls { results }) => {
+                Some(results.into_iter().map(|(e, _)| e).collect())
+            }
+            _ => None,
+        }
+    }
+
+    /// Deletes the ACLs `filters` match (forwarded to the controller); per filter, the ACLs
+    /// it removed, or `None` when no answer came.
+    pub async fn delete_acls(
+        &self,
+        cluster: ClusterIdx,
+        filters: Vec<mirror_core::protocol::acl::AclBindingFilter>,
+    ) -> Option<Vec<mirror_core::protocol::acl::DeleteAclsFilterResult>> {
+        match self.admin(cluster, Request::DeleteAcls { filters }).await {
+            Some(Response::DeleteAcls { results }) => Some(results),
+            _ => None,
+        }
+    }
+
+    /// `DescribeAcls` at one of the cluster's brokers (answered from its image).
+    pub async fn describe_acls(
+        &self,
+        cluster: ClusterIdx,
+        filter: mirror_core::protocol::acl::AclBindingFilter,
+    ) -> Option<Vec<mirror_core::protocol::acl::AclBinding>> {
+        match self.admin(cluster, Request::DescribeAcls { filter }).await {
+            Some(Response::DescribeAcls {
+                error: ErrorCode::None,
+                acls,
+            }) => Some(acls),
+            _ => None,
+        }
+    }
+
+    /// The cluster's ACLs as its controller's image has them, sorted (a synchronous read
+    /// for `wait_until` conditions).
+    #[must_use]
+    pub fn controller_acls(
+        &self,
+        cluster: ClusterIdx,
+    ) -> Vec<mirror_core::protocol::acl::AclBinding> {
+        let arc = self.world.node_state(NodeId::controller(cluster));
+        let g = lock(&arc);
+        let mut acls: Vec<_> = g
+            .as_controller()
+            .map(|c| c.image().acls.values().cloned().collect())
+            .unwrap_or_default();
+        acls.sort();
+        acls
+    }
+
     /// The mirror state of `tp` as its leader knows it.
     #[must_use]
     pub fn mirror_state(

@@ -604,6 +604,19 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
                     .join(",")
             ),
         ),
+        Event::MirrorAclsSynced {
+            mirror,
+            deleted,
+            acls,
+            error,
+        } => compact(
+            mirror.clone(),
+            format!(
+                "mirror {mirror} sync acls {} {}: {error}",
+                if *deleted { "delete" } else { "create" },
+                acls.join(",")
+            ),
+        ),
         Event::MirrorPartitionsSynced {
             mirror,
             topic,
