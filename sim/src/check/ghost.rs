@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use mirror_core::protocol::{ClusterIdx, NodeId};
 use mirror_core::record::RecordBatch;
-use mirror_core::types::{LeaderEpoch, Offset, TopicPartition};
+use mirror_core::types::{TopicId, LeaderEpoch, Offset, TopicPartition};
 
 /// A partition of one cluster.
 pub type PartitionKey = (ClusterIdx, TopicPartition);
@@ -42,6 +42,9 @@ pub struct GhostPartition {
     /// Batches that were committed and later dropped by a declared loss, by base offset (a
     /// mirror may have fetched them before the loss: the mirror checkers accept them).
     pub cut: BTreeMap<Offset, Vec<RecordBatch>>,
+    /// The topic id this history belongs to: a topic deleted and re-created under the same
+    /// name starts a new history (S9).
+    pub topic_id: Option<TopicId>,
 }
 
 impl GhostPartition {
@@ -130,5 +133,27 @@ impl Ghost {
     /// The ghost partition (created on first use).
     pub fn partition(&mut self, cluster: ClusterIdx, tp: &TopicPartition) -> &mut GhostPartition {
         self.partitions.entry((cluster, tp.clone())).or_default()
+    }
+
+    /// Records that a replica of `tp` belongs to topic `id`. A different id than the one
+    /// recorded means the topic was deleted and re-created under the same name: its committed
+    /// history and acknowledged writes went with the old topic, so they are forgotten. Returns
+    /// true when that happened.
+    pub fn track_topic_id(&mut self, cluster: ClusterIdx, tp: &TopicPartition, id: TopicId) -> bool {
+        let g = self.partition(cluster, tp);
+        match g.topic_id {
+            Some(old) if old != id => {
+                *g = GhostPartition {
+                    topic_id: Some(id),
+                    ..GhostPartition::default()
+                };
+                self.acked.retain(|w| !(w.cluster == cluster && w.tp == *tp));
+                true
+            }
+            _ => {
+                g.topic_id = Some(id);
+                false
+            }
+        }
     }
 }

@@ -116,6 +116,16 @@ impl Checker {
     ) -> Result<(), Violation> {
         let node = ctx.node;
         let cluster = node.cluster;
+        if let Event::BecameLeader { tp, .. } | Event::BecameFollower { tp, .. } = event
+            && let Some(id) = with_partition(nodes, node, tp, |p| p.topic_id)
+            && self.ghost.track_topic_id(cluster, tp, id)
+        {
+            // A new topic under an old name: epochs and HWs start over too.
+            let other = |(n, t): &(NodeId, TopicPartition)| n.cluster != cluster || t != tp;
+            self.verified.retain(|k, _| other(k));
+            self.last_epoch.retain(|k, _| other(k));
+            self.leader_hw.retain(|k, _| other(k));
+        }
         match event {
             Event::LeaderElected {
                 tp,
