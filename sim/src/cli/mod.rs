@@ -250,8 +250,10 @@ fn list() {
     println!(
         "  world faults also: partition (one-way/symmetric), clog, latency spike, disk full, EIO."
     );
+    println!("Mirror chaos (--mirror) adds: stop, pause, failback, crash of a partition leader,");
+    println!("  probe writes to the destination, failover producers, source producers leaving.");
     println!();
-    println!("Designs (KIP-1279 design lab, `--design` in scenarios):");
+    println!("Designs (KIP-1279 design lab, `--design` in chaos, replay, compare and scenarios):");
     for (name, what) in mirror_core::mirror::Design::all_named() {
         println!("  {name:<36} {what}");
     }
