@@ -146,10 +146,16 @@ impl Shrinker<'_> {
             Cut::Partitions,
             Cut::Brokers,
         ] {
-            for (what, plan) in candidate.candidates(&self.best) {
-                if self.try_accept(what, plan, on_step) {
-                    progress = true;
+            // Candidates are derived from the current best plan, so after an accepted cut
+            // they are drawn again (a stale candidate would undo the cut before it).
+            'cut: loop {
+                for (what, plan) in candidate.candidates(&self.best) {
+                    if self.try_accept(what, plan, on_step) {
+                        progress = true;
+                        continue 'cut;
+                    }
                 }
+                break;
             }
         }
         progress

@@ -47,7 +47,7 @@ impl Progress {
         if self.tty {
             eprint!("\r{line}");
             let _ = std::io::stderr().flush();
-        } else if done % 50 == 0 || done == self.total {
+        } else if done.is_multiple_of(50) || done == self.total {
             eprintln!("{line}");
         }
     }
