@@ -666,7 +666,11 @@ impl Broker {
         let Some(p) = self.partitions.get(tp) else {
             return;
         };
-        let point = truncation_point(p.log.epoch_cache(), p.log.log_end_offset(), marker);
+        let mut point = truncation_point(p.log.epoch_cache(), p.log.log_end_offset(), marker);
+        // Design lab ablation `no-lme-truncation`: keep the tail above the LME.
+        if !design.prepare_truncates_above_lme() && matches!(point, TruncationPoint::At(_)) {
+            point = TruncationPoint::Nothing;
+        }
         let lme_known = !matches!(
             marker,
             FailbackMarker::Lme(None) | FailbackMarker::Lmo(None)

@@ -6,7 +6,8 @@
 //! `prepare_waits_for_isr()`, ...), so a new variant changes this file only.
 //!
 //! Grammar: `<preset>(-<ablation>)*` with presets `early | seed | latest` and ablations
-//! `no-pid-reset | no-epoch-bump | no-isr-wait | no-lso-truncation | no-read-only`
+//! `no-pid-reset | no-epoch-bump | no-isr-wait | no-lso-truncation | no-read-only |
+//! no-lme-truncation`
 //! (`no-abort-markers` is accepted as an alias of `no-lso-truncation`: for `latest` that
 //! ablation removes the ABORT markers). [`Design`]'s `Display` prints the canonical form,
 //! ablations in that order, so `parse(d.to_string()) == d`.
@@ -67,6 +68,10 @@ pub struct Ablations {
     pub no_lso_truncation: bool,
     /// Client writes to a not-yet-STOPPED mirror topic are accepted.
     pub no_read_only: bool,
+    /// PREPARING (failback) does not truncate at the start of the first epoch above the
+    /// last mirrored epoch (seed, latest): the old source keeps a tail whose epoch numbers
+    /// also exist, with other data, on the new source.
+    pub no_lme_truncation: bool,
 }
 
 /// One ablation token: its canonical spelling and the flag it sets.
@@ -76,7 +81,7 @@ struct AblationToken {
     set: fn(&mut Ablations),
 }
 
-const ABLATION_TOKENS: [AblationToken; 5] = [
+const ABLATION_TOKENS: [AblationToken; 6] = [
     AblationToken {
         name: "no-pid-reset",
         get: |a| a.no_pid_reset,
@@ -102,6 +107,11 @@ const ABLATION_TOKENS: [AblationToken; 5] = [
         get: |a| a.no_read_only,
         set: |a| a.no_read_only = true,
     },
+    AblationToken {
+        name: "no-lme-truncation",
+        get: |a| a.no_lme_truncation,
+        set: |a| a.no_lme_truncation = true,
+    },
 ];
 
 /// Accepted alias -> canonical ablation token.
@@ -118,7 +128,7 @@ pub enum DesignParseError {
     UnknownPreset(String),
     /// A token after the preset is not an ablation.
     #[error(
-        "unknown ablation '{0}' (expected no-pid-reset, no-epoch-bump, no-isr-wait, no-lso-truncation or no-read-only)"
+        "unknown ablation '{0}' (expected no-pid-reset, no-epoch-bump, no-isr-wait, no-lso-truncation, no-read-only or no-lme-truncation)"
     )]
     UnknownAblation(String),
     /// The same ablation appears twice.
@@ -144,7 +154,7 @@ pub struct Design {
 }
 
 /// `(name, one-line description)` of every named design `mirrorsim list` shows.
-const NAMED: [(&str, &str); 16] = [
+const NAMED: [(&str, &str); 18] = [
     (
         "early",
         "LMO failback, read_committed fetch, stop truncates to the LSO and records it as LMO",
@@ -190,6 +200,10 @@ const NAMED: [(&str, &str); 16] = [
         "seed with client writes accepted before STOPPED",
     ),
     (
+        "seed-no-lme-truncation",
+        "seed without the failback truncation at the first epoch above the LME",
+    ),
+    (
         "latest-no-pid-reset",
         "latest without MIRROR_PID_RESET at stop",
     ),
@@ -208,6 +222,10 @@ const NAMED: [(&str, &str); 16] = [
     (
         "latest-no-read-only",
         "latest with client writes accepted before STOPPED",
+    ),
+    (
+        "latest-no-lme-truncation",
+        "latest without the LOG_ALIGNMENT truncation at the first epoch above the last mirror position's epoch",
     ),
 ];
 
@@ -338,6 +356,15 @@ impl Design {
         !self.ablations.no_isr_wait
     }
 
+    /// PREPARING / LOG_ALIGNMENT truncates at the start of the first epoch above the last
+    /// mirrored epoch (seed, latest) unless ablated. Without it, epoch numbers above the LME
+    /// name different histories on the two clusters, and the fetcher's divergence check can
+    /// match them by number alone.
+    #[must_use]
+    pub fn prepare_truncates_above_lme(&self) -> bool {
+        !self.ablations.no_lme_truncation
+    }
+
     /// Client Produce, DeleteRecords, DeleteTopics and CreatePartitions on a mirror topic
     /// whose partition is not STOPPED are refused, unless ablated.
     #[must_use]
@@ -407,7 +434,12 @@ impl Design {
 
 /// Whether ablation `token` removes something `preset` has.
 fn applies(preset: Preset, token: &str) -> bool {
-    !(preset == Preset::Early && matches!(token, "no-pid-reset" | "no-epoch-bump"))
+    // Early fails back by offset (LMO), so it has no truncation at an epoch to remove.
+    !(preset == Preset::Early
+        && matches!(
+            token,
+            "no-pid-reset" | "no-epoch-bump" | "no-lme-truncation"
+        ))
 }
 
 /// Splits the next ablation token off `body`: a known token (or alias) followed by the end

@@ -9,13 +9,14 @@ fn d(s: &str) -> Design {
 }
 
 fn all_ablation_sets() -> Vec<Ablations> {
-    (0u8..32)
+    (0u8..64)
         .map(|bits| Ablations {
             no_pid_reset: bits & 1 != 0,
             no_epoch_bump_at_stop: bits & 2 != 0,
             no_isr_wait: bits & 4 != 0,
             no_lso_truncation: bits & 8 != 0,
             no_read_only: bits & 16 != 0,
+            no_lme_truncation: bits & 32 != 0,
         })
         .collect()
 }
@@ -107,7 +108,7 @@ fn display_round_trips_for_every_valid_design() {
         for a in all_ablation_sets() {
             let Ok(design) = Design::new(preset, a) else {
                 assert_eq!(preset, Preset::Early);
-                assert!(a.no_pid_reset || a.no_epoch_bump_at_stop);
+                assert!(a.no_pid_reset || a.no_epoch_bump_at_stop || a.no_lme_truncation);
                 continue;
             };
             valid += 1;
@@ -115,7 +116,8 @@ fn display_round_trips_for_every_valid_design() {
             assert_eq!(Design::parse(&name), Ok(design), "{name}");
         }
     }
-    assert_eq!(valid, 32 + 32 + 8);
+    // seed and latest take every subset of the 6 ablations; early only the 3 it has.
+    assert_eq!(valid, 64 + 64 + 8);
 }
 
 #[test]
@@ -139,6 +141,7 @@ fn all_named_parse_round_trip_and_cover_single_ablations() {
             "no-isr-wait",
             "no-lso-truncation",
             "no-read-only",
+            "no-lme-truncation",
         ] {
             let name = format!("{preset}-{token}");
             if Design::parse(&name).is_ok() {
@@ -223,7 +226,7 @@ fn preset_answers() {
 #[test]
 fn each_ablation_changes_exactly_its_answer() {
     // Goal: an ablation removes one mechanism and nothing else.
-    fn answers(x: &Design) -> [bool; 6] {
+    fn answers(x: &Design) -> [bool; 7] {
         [
             x.stop_truncates_to_lso(),
             x.stop_writes_abort_markers(),
@@ -231,6 +234,7 @@ fn each_ablation_changes_exactly_its_answer() {
             x.stop_writes_pid_reset(),
             x.prepare_waits_for_isr(),
             x.read_only_enforced(),
+            x.prepare_truncates_above_lme(),
         ]
     }
     let cases: &[(&str, &str, usize)] = &[
@@ -247,11 +251,13 @@ fn each_ablation_changes_exactly_its_answer() {
         ("seed", "no-read-only", 5),
         ("latest", "no-read-only", 5),
         ("early", "no-lso-truncation", 0),
+        ("seed", "no-lme-truncation", 6),
+        ("latest", "no-lme-truncation", 6),
     ];
     for &(preset, token, index) in cases {
         let base = answers(&d(preset));
         let ablated = answers(&d(&format!("{preset}-{token}")));
-        for i in 0..6 {
+        for i in 0..7 {
             if i == index {
                 assert!(base[i] && !ablated[i], "{preset}-{token} answer {i}");
             } else {
@@ -331,4 +337,28 @@ fn admin_validation_by_preset() {
             assert_eq!(x.resume_allowed_from(s), s == S::Paused);
         }
     }
+}
+
+#[test]
+fn no_lme_truncation_parses_round_trips_and_does_not_apply_to_early() {
+    // Goal: the failback-truncation ablation is a first-class token: canonical order after
+    // the others, refused for early (which fails back by offset, not by epoch).
+    let x = d("seed-no-lme-truncation-no-pid-reset");
+    assert!(x.ablations().no_lme_truncation && x.ablations().no_pid_reset);
+    assert_eq!(x.to_string(), "seed-no-pid-reset-no-lme-truncation");
+    assert!(!x.prepare_truncates_above_lme());
+    assert!(d("seed").prepare_truncates_above_lme());
+    assert_eq!(
+        Design::parse("early-no-lme-truncation"),
+        Err(DesignParseError::NotApplicable {
+            preset: "early",
+            ablation: "no-lme-truncation".into()
+        })
+    );
+    assert_eq!(
+        Design::parse("seed-no-lme-truncation-no-lme-truncation"),
+        Err(DesignParseError::DuplicateAblation(
+            "no-lme-truncation".into()
+        ))
+    );
 }

@@ -90,6 +90,33 @@ pub enum ChaosFault {
     },
     /// Operator: fail back: mirror from the destination onto the old source (after a stop).
     Failback,
+    /// Crash whichever broker leads the partition when the step runs (a leader change is
+    /// what gives a cluster new leader epochs; a random broker often is not the leader).
+    CrashLeader {
+        /// Cluster index.
+        cluster: u16,
+        /// Topic index in the plan.
+        topic: usize,
+        /// Partition.
+        partition: i32,
+        /// Crash mode.
+        mode: CrashMode,
+        /// Restart after this long.
+        down_ms: u64,
+    },
+    /// A client that writes one plain batch to the cluster that is currently the mirror
+    /// destination (cluster 1, or cluster 0 after a failback). While the partition is not
+    /// STOPPED the broker must refuse it (`read_only_until_stopped`).
+    ProbeWrite {
+        /// Topic index.
+        topic: usize,
+        /// Partition.
+        partition: i32,
+    },
+    /// Applications leave the old primary: every producer on cluster 0 closes (its open
+    /// transaction still ends). What is left on cluster 0 after a stop is the unmirrored
+    /// tail a failback must cut.
+    MoveSourceProducers,
     /// DeleteRecords up to the HW.
     DeleteRecords {
         /// Cluster index.
@@ -178,6 +205,31 @@ pub struct ChaosPlan {
     /// KIP-1279: cluster 1 mirrors every topic of cluster 0 (mirror `m1`).
     #[serde(default)]
     pub mirror: bool,
+    /// KIP-1279 design (kip1279.md A.3) of both clusters: `seed`, `seed-no-pid-reset`, ...
+    #[serde(default = "default_design")]
+    pub design: String,
+    /// Applications that move to the new primary: producers started on cluster 1 once a
+    /// StopMirror (failover) has reached STOPPED, during the safety phase.
+    #[serde(default)]
+    pub failover_clients: Vec<ClientPlan>,
+    /// The build that wrote the capsule (recorded, not enforced: a capsule replays on later
+    /// code, which may behave differently).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
+}
+
+fn default_design() -> String {
+    "seed".to_string()
+}
+
+/// The build id written into capsules: the crate version (plus the git description when the
+/// build environment provides `MIRRORSIM_GIT_DESCRIBE`).
+#[must_use]
+pub fn build_id() -> String {
+    match option_env!("MIRRORSIM_GIT_DESCRIBE") {
+        Some(g) => format!("mirror-sim {} ({g})", env!("CARGO_PKG_VERSION")),
+        None => format!("mirror-sim {}", env!("CARGO_PKG_VERSION")),
+    }
 }
 
 fn fault(
@@ -316,7 +368,7 @@ impl ChaosPlan {
             });
         }
         faults.sort_by_key(|f| f.at_ms);
-        Ok(Self {
+        let mut plan = Self {
             seed,
             brokers: cluster_sizes.clone(),
             unclean_leader_election_enable: u.ratio(1, 5)?,
@@ -327,7 +379,65 @@ impl ChaosPlan {
             safety_ms,
             liveness_ms: 120_000,
             mirror,
-        })
+            design: default_design(),
+            failover_clients: Vec::new(),
+            build: None,
+        };
+        if mirror {
+            // Drawn from the bytes the base plan left, so the base plan of a seed (and what
+            // it found before the story existed) stays the same.
+            super::story::draw_failover_story(u, &mut plan)?;
+        }
+        Ok(plan)
+    }
+
+    /// Size of the plan, for the shrinker's report: (faults, clients, partitions, brokers).
+    #[must_use]
+    pub fn size(&self) -> PlanSize {
+        PlanSize {
+            faults: self.faults.len(),
+            clients: self.clients.len() + self.failover_clients.len(),
+            partitions: self
+                .topics
+                .iter()
+                .map(|t| usize::try_from(t.partitions).unwrap_or(0))
+                .sum(),
+            brokers: self.brokers.iter().map(|b| usize::from(*b)).sum(),
+        }
+    }
+}
+
+/// How big a plan is; the shrinker never makes any component larger.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PlanSize {
+    /// Fault steps.
+    pub faults: usize,
+    /// Workload clients (source and failover).
+    pub clients: usize,
+    /// Partitions over all topics.
+    pub partitions: usize,
+    /// Brokers over all clusters.
+    pub brokers: usize,
+}
+
+impl PlanSize {
+    /// True when no component of `self` exceeds `other`'s.
+    #[must_use]
+    pub fn no_larger_than(&self, other: &PlanSize) -> bool {
+        self.faults <= other.faults
+            && self.clients <= other.clients
+            && self.partitions <= other.partitions
+            && self.brokers <= other.brokers
+    }
+}
+
+impl std::fmt::Display for PlanSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} faults, {} clients, {} partitions, {} brokers",
+            self.faults, self.clients, self.partitions, self.brokers
+        )
     }
 }
 
@@ -342,6 +452,29 @@ mod tests {
             .map(|s| serde_json::to_string(&ChaosPlan::single_cluster(s)).unwrap())
             .collect();
         assert!(distinct.len() > 15);
+    }
+
+    #[test]
+    fn mirror_plans_tell_failover_stories_and_old_capsules_still_parse() {
+        // Goal: over a few seeds the story draws every ingredient (stop, failover clients,
+        // probes, source leader crash, failback), and a capsule without the new fields
+        // reads as the seed design with no failover clients.
+        let plans: Vec<ChaosPlan> = (1..40).map(ChaosPlan::mirror).collect();
+        let has = |f: &dyn Fn(&ChaosFault) -> bool| {
+            plans.iter().any(|p| p.faults.iter().any(|s| f(&s.fault)))
+        };
+        assert!(has(&|f| matches!(f, ChaosFault::ProbeWrite { .. })));
+        assert!(has(&|f| matches!(f, ChaosFault::CrashLeader { .. })));
+        assert!(has(&|f| matches!(f, ChaosFault::Failback)));
+        assert!(plans.iter().any(|p| !p.failover_clients.is_empty()));
+        assert!(plans.iter().all(|p| p.design == "seed"));
+        let mut v = serde_json::to_value(ChaosPlan::mirror(5)).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("design");
+        o.remove("failover_clients");
+        let back: ChaosPlan = serde_json::from_value(v).unwrap();
+        assert_eq!(back.design, "seed");
+        assert!(back.failover_clients.is_empty());
     }
 
     #[test]

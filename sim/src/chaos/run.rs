@@ -4,15 +4,15 @@
 
 use std::time::Duration;
 
-use mirror_core::protocol::{ClusterIdx, NodeId, NodeRole};
-use mirror_core::types::{BrokerId, Offset, TopicPartition};
+use mirror_core::protocol::{ClusterIdx, NodeRole};
+use mirror_core::types::TopicPartition;
 
-use super::plan::{ChaosFault, ChaosPlan, ClientPlan, CrashMode};
+use super::actions::{MirrorOps, apply};
+use super::clients::start_clients;
+use super::plan::ChaosPlan;
 use crate::check::Violation;
-use crate::disk::CrashPolicy;
 use crate::kafka::{ClusterSpec, KafkaWorld, KafkaWorldSpec};
-use crate::net::{Direction, NetConfig, NodeSet};
-use crate::workload::{ClientNode, Consumer, ConsumerConfig, Producer, ProducerConfig};
+use crate::net::NetConfig;
 use crate::world::{RunReport, run_seed};
 
 /// How a run ended.
@@ -76,16 +76,22 @@ pub struct ChaosOptions {
     pub verbose_trace: bool,
     /// Draw two-cluster KIP-1279 plans (`ChaosPlan::mirror`) instead of single-cluster ones.
     pub mirror: bool,
+    /// Replace the plan's KIP-1279 design (`--design`): the same seed then runs the same
+    /// world and schedule against another design.
+    pub design: Option<String>,
 }
 
 /// Runs one seed on a fresh thread and runtime.
 #[must_use]
 pub fn run_chaos_seed(seed: u64, opts: &ChaosOptions) -> ChaosOutcome {
-    let plan = if opts.mirror {
+    let mut plan = if opts.mirror {
         ChaosPlan::mirror(seed)
     } else {
         ChaosPlan::single_cluster(seed)
     };
+    if let Some(d) = &opts.design {
+        plan.design.clone_from(d);
+    }
     run_plan(plan, opts)
 }
 
@@ -122,6 +128,7 @@ fn spec_of(plan: &ChaosPlan, opts: &ChaosOptions) -> KafkaWorldSpec {
             c.unclean_leader_election_enable = plan.unclean_leader_election_enable;
             c.tuning.log_flush_interval_ms = plan.log_flush_interval_ms;
             c.tuning.ablation_hw_ignores_isr = opts.ablation_hw_ignores_isr;
+            c.tuning.mirror_design = Some(plan.design.clone());
             c
         })
         .collect();
@@ -152,7 +159,10 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
         w.create_mirror(ClusterIdx(1), "m1", c0).await;
         w.start_mirror_topics(ClusterIdx(1), "m1", c0, &names).await;
     }
-    start_clients(&w, &plan);
+    let source_clients = start_clients(&w, &plan);
+    if let Ok(mut o) = ops.lock() {
+        o.source_clients = source_clients;
+    }
     let start = w.world.now();
     for step in &plan.faults {
         let at = start.plus_millis(i64::try_from(step.at_ms).unwrap_or(i64::MAX));
@@ -173,6 +183,9 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
     // Liveness phase: heal everything, restart what is down, stop producing, require
     // convergence.
     w.world.heal_all();
+    if let Ok(mut o) = ops.lock() {
+        o.liveness = true;
+    }
     w.stop_producers();
     for n in w.world.down_nodes() {
         if !matches!(n.role, NodeRole::Client(_)) {
@@ -203,13 +216,6 @@ fn converged_detail(w: &KafkaWorld, plan: &ChaosPlan, ops: &std::sync::Mutex<Mir
     converged(w, plan)
         .or_else(|| mirror_converged(w, plan, ops))
         .unwrap_or_else(|| "converged late".into())
-}
-
-/// What the operator did to the mirror during the run.
-#[derive(Clone, Debug, Default)]
-struct MirrorOps {
-    stopped: bool,
-    failed_back: bool,
 }
 
 fn leader_batches(
@@ -315,262 +321,4 @@ fn converged_on(w: &KafkaWorld, plan: &ChaosPlan, c0: ClusterIdx) -> Option<Stri
         }
     }
     None
-}
-
-fn start_clients(w: &KafkaWorld, plan: &ChaosPlan) {
-    let c0 = ClusterIdx(0);
-    let brokers = w.broker_ids(c0);
-    for (i, c) in plan.clients.iter().enumerate() {
-        let seed = plan.seed.wrapping_mul(31).wrapping_add(i as u64);
-        let brokers = brokers.clone();
-        match c.clone() {
-            ClientPlan::Producer { topic, acks, rate } => {
-                let t = plan.topics[topic].clone();
-                w.add_workload_client(c0, move |boot| {
-                    let n = client_number(boot.id);
-                    let mut cfg = ProducerConfig::new(
-                        n,
-                        c0,
-                        brokers.clone(),
-                        &t.name,
-                        (0..t.partitions).collect(),
-                    );
-                    cfg.acks = acks;
-                    // Kafka refuses idempotence without acks=all: such producers are plain.
-                    cfg.idempotent = acks == -1;
-                    cfg.records_per_second = f64::from(rate);
-                    cfg.seed = seed;
-                    ClientNode::Producer(Box::new(Producer::new(cfg)))
-                });
-            }
-            ClientPlan::TransactionalProducer {
-                topic,
-                abort_one_in,
-                rate,
-            } => {
-                let t = plan.topics[topic].clone();
-                w.add_workload_client(c0, move |boot| {
-                    let n = client_number(boot.id);
-                    let mut cfg = ProducerConfig::new(
-                        n,
-                        c0,
-                        brokers.clone(),
-                        &t.name,
-                        (0..t.partitions).collect(),
-                    );
-                    cfg.transactional_id = Some(format!("txn-{n}"));
-                    cfg.records_per_second = f64::from(rate);
-                    cfg.txn.abort_probability = if abort_one_in == 0 {
-                        0.0
-                    } else {
-                        1.0 / f64::from(abort_one_in)
-                    };
-                    cfg.seed = seed;
-                    ClientNode::Producer(Box::new(Producer::new(cfg)))
-                });
-            }
-            ClientPlan::Consumer {
-                topic,
-                read_committed,
-            } => {
-                let t = plan.topics[topic].clone();
-                w.add_workload_client(c0, move |boot| {
-                    let n = client_number(boot.id);
-                    let mut cfg = ConsumerConfig::new(
-                        n,
-                        c0,
-                        brokers.clone(),
-                        &t.name,
-                        (0..t.partitions).collect(),
-                    );
-                    cfg.group = Some(format!("g{n}"));
-                    cfg.read_committed = read_committed;
-                    cfg.seed = seed;
-                    ClientNode::Consumer(Box::new(Consumer::new(cfg)))
-                });
-            }
-        }
-    }
-}
-
-fn client_number(id: NodeId) -> u32 {
-    match id.role {
-        NodeRole::Client(n) => n,
-        _ => 0,
-    }
-}
-
-async fn apply(
-    w: &KafkaWorld,
-    plan: &ChaosPlan,
-    f: &ChaosFault,
-    ops: &std::sync::Arc<std::sync::Mutex<MirrorOps>>,
-) {
-    let names: Vec<String> = plan.topics.iter().map(|t| t.name.clone()).collect();
-    let (src, dst) = (ClusterIdx(0), ClusterIdx(1));
-    match f {
-        ChaosFault::StopMirror => {
-            let w2 = w.clone();
-            let ops = std::sync::Arc::clone(ops);
-            madsim::task::spawn(async move {
-                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                if w2.stop_mirror_topics(dst, "m1", &refs).await.is_ok()
-                    && let Ok(mut o) = ops.lock()
-                {
-                    o.stopped = true;
-                }
-            });
-            return;
-        }
-        ChaosFault::PauseMirror { for_ms } => {
-            let w2 = w.clone();
-            let d = *for_ms;
-            madsim::task::spawn(async move {
-                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                if w2.pause_mirror_topics(dst, "m1", &refs, true).await.is_ok() {
-                    madsim::time::sleep(Duration::from_millis(d)).await;
-                    let _ = w2.pause_mirror_topics(dst, "m1", &refs, false).await;
-                }
-            });
-            return;
-        }
-        ChaosFault::Failback => {
-            let stopped = ops
-                .lock()
-                .map(|o| o.stopped && !o.failed_back)
-                .unwrap_or(false);
-            if !stopped {
-                return;
-            }
-            let w2 = w.clone();
-            let ops = std::sync::Arc::clone(ops);
-            madsim::task::spawn(async move {
-                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                let _ = w2.create_mirror(src, "back", dst).await;
-                if w2
-                    .start_mirror_topics(src, "back", dst, &refs)
-                    .await
-                    .is_ok()
-                    && let Ok(mut o) = ops.lock()
-                {
-                    o.failed_back = true;
-                }
-            });
-            return;
-        }
-        _ => {}
-    }
-    let broker = |cluster: u16, b: i32| NodeId::broker(ClusterIdx(cluster), BrokerId(b));
-    match f {
-        ChaosFault::Crash {
-            cluster,
-            broker: b,
-            mode,
-            down_ms,
-        } => {
-            let policy = match mode {
-                CrashMode::Process => CrashPolicy::KeepAll,
-                CrashMode::PowerLoss => CrashPolicy::LoseAllUnflushed,
-                CrashMode::Torn => CrashPolicy::KeepRandomPrefix,
-            };
-            let n = broker(*cluster, *b);
-            if w.world.crash(n, policy) {
-                let w2 = w.clone();
-                let d = *down_ms;
-                madsim::task::spawn(async move {
-                    madsim::time::sleep(Duration::from_millis(d)).await;
-                    if w2.world.status(n).is_down() {
-                        w2.world.restart(n);
-                    }
-                });
-            }
-        }
-        ChaosFault::Restart { cluster, broker: b } => {
-            let n = broker(*cluster, *b);
-            if w.world.status(n).is_down() {
-                w.world.restart(n);
-            }
-        }
-        ChaosFault::Pause {
-            cluster,
-            broker: b,
-            for_ms,
-        } => {
-            let n = broker(*cluster, *b);
-            if w.world.pause(n) {
-                let w2 = w.clone();
-                let d = *for_ms;
-                madsim::task::spawn(async move {
-                    madsim::time::sleep(Duration::from_millis(d)).await;
-                    w2.world.resume(n);
-                });
-            }
-        }
-        ChaosFault::Isolate {
-            cluster,
-            broker: b,
-            for_ms,
-        } => {
-            let id = w.world.isolate(broker(*cluster, *b));
-            heal_later(w, id, *for_ms);
-        }
-        ChaosFault::IsolateFromController {
-            cluster,
-            broker: b,
-            for_ms,
-        } => {
-            let id = w.world.partition(
-                NodeSet::node(broker(*cluster, *b)),
-                NodeSet::node(NodeId::controller(ClusterIdx(*cluster))),
-                Direction::Both,
-            );
-            heal_later(w, id, *for_ms);
-        }
-        ChaosFault::PacketLoss { permille, for_ms } => {
-            w.world.packet_loss(f64::from(*permille) / 1000.0);
-            let w2 = w.clone();
-            let d = *for_ms;
-            madsim::task::spawn(async move {
-                madsim::time::sleep(Duration::from_millis(d)).await;
-                w2.world.packet_loss(0.0);
-            });
-        }
-        ChaosFault::UncleanElection {
-            cluster,
-            topic,
-            partition,
-        } => {
-            let tp = TopicPartition::new(plan.topics[*topic].name.as_str(), *partition);
-            let w2 = w.clone();
-            let c = ClusterIdx(*cluster);
-            madsim::task::spawn(async move {
-                let _ = w2.unclean_election(c, &tp).await;
-            });
-        }
-        ChaosFault::StopMirror | ChaosFault::PauseMirror { .. } | ChaosFault::Failback => {}
-        ChaosFault::DeleteRecords {
-            cluster,
-            topic,
-            partition,
-        } => {
-            let tp = TopicPartition::new(plan.topics[*topic].name.as_str(), *partition);
-            let c = ClusterIdx(*cluster);
-            let hw = w
-                .leader(c, &tp)
-                .and_then(|l| w.replica_offsets(c, l, &tp))
-                .map_or(Offset(0), |(_, hw)| hw);
-            let w2 = w.clone();
-            madsim::task::spawn(async move {
-                let _ = w2.delete_records(c, &tp, Offset(hw.0 / 2)).await;
-            });
-        }
-    }
-}
-
-fn heal_later(w: &KafkaWorld, id: crate::net::FaultId, for_ms: u64) {
-    let w2 = w.clone();
-    madsim::task::spawn(async move {
-        madsim::time::sleep(Duration::from_millis(for_ms)).await;
-        w2.world.heal(id);
-    });
 }

@@ -78,6 +78,9 @@ pub fn reference_plan(scale: u32) -> ChaosPlan {
         safety_ms: 60_000,
         liveness_ms: 120_000,
         mirror: true,
+        design: "seed".to_string(),
+        failover_clients: Vec::new(),
+        build: None,
     }
 }
 

@@ -3,8 +3,11 @@
 //! converge), 2 bad input.
 
 pub mod bench;
+pub mod compare;
 pub mod scenarios;
 pub mod seeds;
+pub mod shrink;
+pub mod summary;
 pub mod tour;
 
 use std::io::Write;
@@ -49,6 +52,9 @@ pub enum Command {
         /// Where failing capsules are written.
         #[arg(long, default_value = "target/mirrorsim")]
         out: PathBuf,
+        /// KIP-1279 design of both clusters (`seed`, `latest`, `seed-no-pid-reset`, ...).
+        #[arg(long)]
+        design: Option<String>,
     },
     /// Replay a seed or a capsule (JSON) and print its trace.
     Replay {
@@ -63,6 +69,45 @@ pub enum Command {
         /// The seed is a two-cluster mirror plan.
         #[arg(long)]
         mirror: bool,
+        /// Run under this KIP-1279 design instead of the plan's.
+        #[arg(long)]
+        design: Option<String>,
+    },
+    /// Shrink a failing capsule to a smaller plan that fails the same way.
+    Shrink {
+        /// The capsule file (JSON).
+        capsule: String,
+        /// Where the minimal capsule is written (default: next to the input, `.min.json`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Plant the same bug as the failing sweep.
+        #[arg(long)]
+        ablation: Option<String>,
+        /// At most this many runs.
+        #[arg(long, default_value_t = crate::chaos::shrink::DEFAULT_MAX_RUNS)]
+        max_runs: usize,
+    },
+    /// The design lab: run each design over the same mirror seeds; a table of design ×
+    /// invariant with the first failing seed and its shrunk size.
+    Compare {
+        /// Comma-separated designs.
+        #[arg(long)]
+        designs: String,
+        /// Seeds: `A..B`, `A..=B` or one seed.
+        #[arg(long, default_value = "1..51")]
+        seeds: String,
+        /// Do not shrink the first failure of each cell.
+        #[arg(long)]
+        no_shrink: bool,
+        /// One JSON object for the whole table on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Mirror plans (always on: the designs are KIP-1279 designs).
+        #[arg(long, hide = true)]
+        mirror: bool,
+        /// Where the failing capsules of each cell are written.
+        #[arg(long, default_value = "target/mirrorsim/compare")]
+        out: PathBuf,
     },
     /// Run scenario files (or every `*.toml` in a directory) and check their expectations.
     Run {
@@ -121,6 +166,34 @@ fn options(ablation: Option<&str>) -> Result<ChaosOptions, CliError> {
     }
 }
 
+/// Checks a `--design` value: a bad one is a one-line error (exit 2), never a panic inside
+/// a run.
+fn validate_design(design: Option<String>) -> Result<Option<String>, CliError> {
+    if let Some(d) = &design {
+        mirror_core::mirror::Design::parse(d)
+            .map_err(|e| CliError::BadArgument(format!("--design {d}: {e}")))?;
+    }
+    Ok(design)
+}
+
+/// Reads a capsule file; errors name the file (and line and column for JSON errors), and
+/// a capsule naming an unknown design is refused here rather than crashing the run.
+pub fn read_capsule(path: &str) -> Result<ChaosPlan, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::BadCapsule {
+        path: path.to_string(),
+        reason: e.to_string(),
+    })?;
+    let plan: ChaosPlan = serde_json::from_str(&text).map_err(|e| CliError::BadCapsule {
+        path: path.to_string(),
+        reason: format!("line {} column {}: {e}", e.line(), e.column()),
+    })?;
+    mirror_core::mirror::Design::parse(&plan.design).map_err(|e| CliError::BadCapsule {
+        path: path.to_string(),
+        reason: format!("field `design`: {e}"),
+    })?;
+    Ok(plan)
+}
+
 /// Runs the CLI; returns the process exit code.
 pub fn run(cli: Cli) -> i32 {
     let res = match cli.command {
@@ -137,8 +210,10 @@ pub fn run(cli: Cli) -> i32 {
             mirror,
             check_determinism,
             out,
+            design,
         }) => options(ablation.as_deref()).and_then(|mut o| {
             o.mirror = mirror;
+            o.design = validate_design(design)?;
             chaos(
                 &seeds,
                 shard.as_deref(),
@@ -154,7 +229,24 @@ pub fn run(cli: Cli) -> i32 {
             verbose,
             ablation,
             mirror,
-        }) => replay(&target, verbose, ablation.as_deref(), mirror),
+            design,
+        }) => validate_design(design)
+            .and_then(|d| replay(&target, verbose, ablation.as_deref(), mirror, d)),
+        Some(Command::Shrink {
+            capsule,
+            out,
+            ablation,
+            max_runs,
+        }) => options(ablation.as_deref())
+            .and_then(|o| shrink::run(&capsule, out.as_deref(), &o, ablation.as_deref(), max_runs)),
+        Some(Command::Compare {
+            designs,
+            seeds,
+            no_shrink,
+            json,
+            mirror: _,
+            out,
+        }) => compare::run(&designs, &seeds, !no_shrink, json, &out),
         Some(Command::Bench { scales }) => bench::run(&scales),
         Some(Command::Run {
             scenarios,
@@ -184,8 +276,10 @@ fn list() {
     println!(
         "  world faults also: partition (one-way/symmetric), clog, latency spike, disk full, EIO."
     );
+    println!("Mirror chaos (--mirror) adds: stop, pause, failback, crash of a partition leader,");
+    println!("  probe writes to the destination, failover producers, source producers leaving.");
     println!();
-    println!("Designs (KIP-1279 design lab, `--design` in scenarios):");
+    println!("Designs (KIP-1279 design lab, `--design` in chaos, replay, compare and scenarios):");
     for (name, what) in mirror_core::mirror::Design::all_named() {
         println!("  {name:<36} {what}");
     }
@@ -194,7 +288,7 @@ fn list() {
 }
 
 /// One line of a sweep summary.
-fn outcome_line(o: &ChaosOutcome) -> String {
+pub(crate) fn outcome_line(o: &ChaosOutcome) -> String {
     let (hash, secs, events) = o.report.as_ref().map_or(("-".to_string(), 0.0, 0), |r| {
         (r.trace_hash.clone(), r.sim_seconds, r.events)
     });
@@ -205,10 +299,13 @@ fn outcome_line(o: &ChaosOutcome) -> String {
     )
 }
 
-fn write_capsule(out: &std::path::Path, o: &ChaosOutcome) -> Option<PathBuf> {
+/// Writes the capsule of a failing run (stamped with this build's id) into `out`.
+pub(crate) fn write_capsule(out: &std::path::Path, o: &ChaosOutcome) -> Option<PathBuf> {
     std::fs::create_dir_all(out).ok()?;
     let path = out.join(format!("capsule-{}.json", o.seed));
-    let text = serde_json::to_string_pretty(&o.plan).ok()?;
+    let mut plan = o.plan.clone();
+    plan.build = Some(crate::chaos::build_id());
+    let text = serde_json::to_string_pretty(&plan).ok()?;
     std::fs::write(&path, text).ok()?;
     Some(path)
 }
@@ -229,15 +326,12 @@ fn chaos(
         .map_err(|e| CliError::BadArgument(e.to_string()))?;
     let opts = opts.clone();
     let list = seeds::shard_seeds(range, shard);
-    let total = list.len();
-    let mut failed = Vec::new();
-    let mut nondeterministic = Vec::new();
+    let mut summary = summary::SweepSummary::default();
+    let mut progress = summary::Progress::new(list.len(), json);
     let start = std::time::Instant::now();
-    let mut sim_total = 0.0;
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     for (i, seed) in list.iter().enumerate() {
         let o = run_chaos_seed(*seed, &opts);
-        sim_total += o.report.as_ref().map_or(0.0, |r| r.sim_seconds);
+        summary.add(&o);
         if let Some(n) = check_determinism
             && n > 0
             && seed % n == 0
@@ -245,76 +339,50 @@ fn chaos(
             let again = run_chaos_seed(*seed, &opts);
             let h = |x: &ChaosOutcome| x.report.as_ref().map(|r| r.trace_hash.clone());
             if h(&o) != h(&again) {
-                nondeterministic.push(*seed);
+                summary.nondeterministic.push(*seed);
             }
         }
+        let capsule = (!o.verdict.is_pass())
+            .then(|| write_capsule(out, &o))
+            .flatten();
         if json {
             let line = serde_json::json!({
                 "seed": o.seed,
+                "design": o.plan.design,
                 "verdict": o.verdict.short(),
                 "trace_hash": o.report.as_ref().map(|r| r.trace_hash.clone()),
                 "sim_seconds": o.report.as_ref().map(|r| r.sim_seconds),
                 "events": o.report.as_ref().map(|r| r.events),
+                "capsule": capsule.as_ref().map(|c| c.display().to_string()),
                 "detail": o.verdict,
             });
             println!("{line}");
-        } else {
-            if tty {
-                eprint!("\r[{:>5}/{total}] {}", i + 1, progress_bar(i + 1, total));
-            } else if (i + 1) % 50 == 0 || i + 1 == total {
-                eprintln!("[{:>5}/{total}] {}", i + 1, progress_bar(i + 1, total));
-            }
-            if !o.verdict.is_pass() {
-                if tty {
-                    eprintln!();
-                }
-                println!("{}", outcome_line(&o));
-            }
+        } else if !o.verdict.is_pass() {
+            progress.interrupt();
+            println!("{}", outcome_line(&o));
+            describe_failure(&o, capsule.as_deref(), ablation);
         }
-        if !o.verdict.is_pass() {
-            let capsule = write_capsule(out, &o);
-            if !json {
-                describe_failure(&o, capsule.as_deref(), ablation);
-            }
-            failed.push(o.seed);
-        }
+        progress.tick(i + 1, !o.verdict.is_pass());
     }
-    let wall = start.elapsed().as_secs_f64();
+    progress.finish();
     if !json {
-        if tty {
-            eprintln!();
-        }
-        println!();
-        println!("seeds run        {total}");
-        println!("passed           {}", total - failed.len());
-        println!("failed           {} {:?}", failed.len(), failed);
-        if let Some(n) = check_determinism {
-            println!(
-                "determinism      every {n}th seed twice: {} mismatches {:?}",
-                nondeterministic.len(),
-                nondeterministic
-            );
-        }
-        println!(
-            "simulated        {sim_total:.0} s in {wall:.1} s wall ({:.0}x real time)",
-            sim_total / wall.max(1e-9)
-        );
+        summary.print(start.elapsed().as_secs_f64(), check_determinism);
     }
     let _ = std::io::stdout().flush();
-    Ok(if failed.is_empty() && nondeterministic.is_empty() {
-        0
-    } else {
-        1
-    })
+    Ok(
+        if summary.failed().is_empty() && summary.nondeterministic.is_empty() {
+            0
+        } else {
+            1
+        },
+    )
 }
 
-fn progress_bar(done: usize, total: usize) -> String {
-    let width = 30;
-    let filled = done * width / total.max(1);
-    format!("[{}{}]", "#".repeat(filled), ".".repeat(width - filled))
-}
-
-fn describe_failure(o: &ChaosOutcome, capsule: Option<&std::path::Path>, ablation: Option<&str>) {
+pub(crate) fn describe_failure(
+    o: &ChaosOutcome,
+    capsule: Option<&std::path::Path>,
+    ablation: Option<&str>,
+) {
     match &o.verdict {
         Verdict::Violation(v) => println!("  {v}"),
         Verdict::Liveness { detail } => println!("  did not converge: {detail}"),
@@ -324,13 +392,18 @@ fn describe_failure(o: &ChaosOutcome, capsule: Option<&std::path::Path>, ablatio
     let mut abl = ablation
         .map(|a| format!(" --ablation {a}"))
         .unwrap_or_default();
+    let capsule_flags = abl.clone();
     if o.plan.mirror {
         abl.push_str(" --mirror");
+    }
+    if o.plan.design != "seed" {
+        abl.push_str(&format!(" --design {}", o.plan.design));
     }
     println!("  replay: cargo run --release -- replay {}{abl}", o.seed);
     if let Some(c) = capsule {
         println!(
-            "  capsule: {} (replay: cargo run --release -- replay {}{abl})",
+            "  capsule: {} (replay: cargo run --release -- replay {}{capsule_flags}; shrink: cargo run --release -- shrink {}{capsule_flags})",
+            c.display(),
             c.display(),
             c.display()
         );
@@ -342,24 +415,21 @@ fn replay(
     verbose: bool,
     ablation: Option<&str>,
     mirror: bool,
+    design: Option<String>,
 ) -> Result<i32, CliError> {
     let opts = options(ablation)?;
-    let plan = if let Ok(seed) = target.parse::<u64>() {
+    let mut plan = if let Ok(seed) = target.parse::<u64>() {
         if mirror {
             ChaosPlan::mirror(seed)
         } else {
             ChaosPlan::single_cluster(seed)
         }
     } else {
-        let text = std::fs::read_to_string(target).map_err(|e| CliError::BadCapsule {
-            path: target.to_string(),
-            reason: e.to_string(),
-        })?;
-        serde_json::from_str(&text).map_err(|e| CliError::BadCapsule {
-            path: target.to_string(),
-            reason: format!("line {} column {}: {e}", e.line(), e.column()),
-        })?
+        read_capsule(target)?
     };
+    if let Some(d) = design {
+        plan.design = d;
+    }
     let o = run_plan_verbose(plan, &opts, verbose);
     if let Some(r) = &o.report {
         for l in &r.lines {

@@ -1,0 +1,300 @@
+//! Applies one step of a chaos plan to the running world: node and network faults, and the
+//! operator's mirror actions (stop, pause, failback), tracking what the operator did so the
+//! liveness phase knows what convergence means.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mirror_core::protocol::{ClusterIdx, NodeId};
+use mirror_core::record::{BatchBuilder, SimpleRecord};
+use mirror_core::types::{BrokerId, Offset, TopicPartition};
+
+use super::clients::{close_producers, start_failover_clients};
+use super::plan::{ChaosFault, ChaosPlan, CrashMode};
+use crate::disk::CrashPolicy;
+use crate::kafka::KafkaWorld;
+use crate::net::{Direction, NodeSet};
+
+/// What the operator did to the mirror during the run.
+#[derive(Clone, Debug, Default)]
+pub(super) struct MirrorOps {
+    /// A StopMirror was accepted.
+    pub stopped: bool,
+    /// A failback (reverse mirror) was started.
+    pub failed_back: bool,
+    /// A failback is under way (at most one per run).
+    pub failback_started: bool,
+    /// The failover clients were started (once per run).
+    pub failover_started: bool,
+    /// The liveness phase began: no new workload may start.
+    pub liveness: bool,
+    /// The source's workload clients (closed by `MoveSourceProducers`).
+    pub source_clients: Vec<NodeId>,
+}
+
+/// How long the failover clients wait for the destination to reach STOPPED.
+const FAILOVER_WAIT_MS: u64 = 60_000;
+
+pub(super) async fn apply(
+    w: &KafkaWorld,
+    plan: &ChaosPlan,
+    f: &ChaosFault,
+    ops: &Arc<Mutex<MirrorOps>>,
+) {
+    let names: Vec<String> = plan.topics.iter().map(|t| t.name.clone()).collect();
+    let (src, dst) = (ClusterIdx(0), ClusterIdx(1));
+    match f {
+        ChaosFault::StopMirror => {
+            let w2 = w.clone();
+            let ops = Arc::clone(ops);
+            let plan = plan.clone();
+            madsim::task::spawn(async move {
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                if w2.stop_mirror_topics(dst, "m1", &refs).await.is_ok() {
+                    if let Ok(mut o) = ops.lock() {
+                        o.stopped = true;
+                    }
+                    fail_over_clients(&w2, &plan, &ops).await;
+                }
+            });
+            return;
+        }
+        ChaosFault::MoveSourceProducers => {
+            let ids = ops
+                .lock()
+                .map(|o| o.source_clients.clone())
+                .unwrap_or_default();
+            close_producers(w, &ids);
+            return;
+        }
+        ChaosFault::ProbeWrite { topic, partition } => {
+            let tp = TopicPartition::new(plan.topics[*topic].name.as_str(), *partition);
+            let target = if ops.lock().map(|o| o.failed_back).unwrap_or(false) {
+                src
+            } else {
+                dst
+            };
+            let w2 = w.clone();
+            madsim::task::spawn(async move {
+                let _ = w2.produce_batch(target, &tp, probe_batch(), -1).await;
+            });
+            return;
+        }
+        ChaosFault::PauseMirror { for_ms } => {
+            let w2 = w.clone();
+            let d = *for_ms;
+            madsim::task::spawn(async move {
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                if w2.pause_mirror_topics(dst, "m1", &refs, true).await.is_ok() {
+                    madsim::time::sleep(Duration::from_millis(d)).await;
+                    let _ = w2.pause_mirror_topics(dst, "m1", &refs, false).await;
+                }
+            });
+            return;
+        }
+        ChaosFault::Failback => {
+            let stopped = ops
+                .lock()
+                .map(|o| o.stopped && !o.failed_back)
+                .unwrap_or(false);
+            if !stopped {
+                return;
+            }
+            let w2 = w.clone();
+            let ops = Arc::clone(ops);
+            let plan = plan.clone();
+            madsim::task::spawn(async move {
+                // An operator fails back once the failover finished: a reverse mirror while
+                // the destination still mirrors from us is a loop, which KIP-1279 fails on
+                // purpose (FAILED, non-retryable), not a failback.
+                if !destination_stopped(&w2, &plan).await {
+                    return;
+                }
+                match ops.lock() {
+                    Ok(mut o) if !o.liveness && !o.failback_started => o.failback_started = true,
+                    _ => return,
+                }
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                let _ = w2.create_mirror(src, "back", dst).await;
+                if w2
+                    .start_mirror_topics(src, "back", dst, &refs)
+                    .await
+                    .is_ok()
+                    && let Ok(mut o) = ops.lock()
+                {
+                    o.failed_back = true;
+                }
+            });
+            return;
+        }
+        _ => {}
+    }
+    let broker = |cluster: u16, b: i32| NodeId::broker(ClusterIdx(cluster), BrokerId(b));
+    match f {
+        ChaosFault::Crash {
+            cluster,
+            broker: b,
+            mode,
+            down_ms,
+        } => {
+            crash(w, broker(*cluster, *b), *mode, *down_ms);
+        }
+        ChaosFault::Restart { cluster, broker: b } => {
+            let n = broker(*cluster, *b);
+            if w.world.status(n).is_down() {
+                w.world.restart(n);
+            }
+        }
+        ChaosFault::Pause {
+            cluster,
+            broker: b,
+            for_ms,
+        } => {
+            let n = broker(*cluster, *b);
+            if w.world.pause(n) {
+                let w2 = w.clone();
+                let d = *for_ms;
+                madsim::task::spawn(async move {
+                    madsim::time::sleep(Duration::from_millis(d)).await;
+                    w2.world.resume(n);
+                });
+            }
+        }
+        ChaosFault::Isolate {
+            cluster,
+            broker: b,
+            for_ms,
+        } => {
+            let id = w.world.isolate(broker(*cluster, *b));
+            heal_later(w, id, *for_ms);
+        }
+        ChaosFault::IsolateFromController {
+            cluster,
+            broker: b,
+            for_ms,
+        } => {
+            let id = w.world.partition(
+                NodeSet::node(broker(*cluster, *b)),
+                NodeSet::node(NodeId::controller(ClusterIdx(*cluster))),
+                Direction::Both,
+            );
+            heal_later(w, id, *for_ms);
+        }
+        ChaosFault::PacketLoss { permille, for_ms } => {
+            w.world.packet_loss(f64::from(*permille) / 1000.0);
+            let w2 = w.clone();
+            let d = *for_ms;
+            madsim::task::spawn(async move {
+                madsim::time::sleep(Duration::from_millis(d)).await;
+                w2.world.packet_loss(0.0);
+            });
+        }
+        ChaosFault::UncleanElection {
+            cluster,
+            topic,
+            partition,
+        } => {
+            let tp = TopicPartition::new(plan.topics[*topic].name.as_str(), *partition);
+            let w2 = w.clone();
+            let c = ClusterIdx(*cluster);
+            madsim::task::spawn(async move {
+                let _ = w2.unclean_election(c, &tp).await;
+            });
+        }
+        ChaosFault::CrashLeader {
+            cluster,
+            topic,
+            partition,
+            mode,
+            down_ms,
+        } => {
+            let tp = TopicPartition::new(plan.topics[*topic].name.as_str(), *partition);
+            if let Some(leader) = w.leader(ClusterIdx(*cluster), &tp) {
+                crash(w, broker(*cluster, leader.0), *mode, *down_ms);
+            }
+        }
+        ChaosFault::StopMirror
+        | ChaosFault::PauseMirror { .. }
+        | ChaosFault::Failback
+        | ChaosFault::ProbeWrite { .. }
+        | ChaosFault::MoveSourceProducers => {}
+        ChaosFault::DeleteRecords {
+            cluster,
+            topic,
+            partition,
+        } => {
+            let tp = TopicPartition::new(plan.topics[*topic].name.as_str(), *partition);
+            let c = ClusterIdx(*cluster);
+            let hw = w
+                .leader(c, &tp)
+                .and_then(|l| w.replica_offsets(c, l, &tp))
+                .map_or(Offset(0), |(_, hw)| hw);
+            let w2 = w.clone();
+            madsim::task::spawn(async move {
+                let _ = w2.delete_records(c, &tp, Offset(hw.0 / 2)).await;
+            });
+        }
+    }
+}
+
+fn heal_later(w: &KafkaWorld, id: crate::net::FaultId, for_ms: u64) {
+    let w2 = w.clone();
+    madsim::task::spawn(async move {
+        madsim::time::sleep(Duration::from_millis(for_ms)).await;
+        w2.world.heal(id);
+    });
+}
+
+/// Crashes `n` and restarts it after `down_ms` (if still down).
+fn crash(w: &KafkaWorld, n: NodeId, mode: CrashMode, down_ms: u64) {
+    let policy = match mode {
+        CrashMode::Process => CrashPolicy::KeepAll,
+        CrashMode::PowerLoss => CrashPolicy::LoseAllUnflushed,
+        CrashMode::Torn => CrashPolicy::KeepRandomPrefix,
+    };
+    if w.world.crash(n, policy) {
+        let w2 = w.clone();
+        madsim::task::spawn(async move {
+            madsim::time::sleep(Duration::from_millis(down_ms)).await;
+            if w2.world.status(n).is_down() {
+                w2.world.restart(n);
+            }
+        });
+    }
+}
+
+/// After a failover: waits until every partition of the destination is STOPPED, then starts
+/// the failover clients there, once, and only during the safety phase.
+async fn fail_over_clients(w: &KafkaWorld, plan: &ChaosPlan, ops: &Mutex<MirrorOps>) {
+    if plan.failover_clients.is_empty() {
+        return;
+    }
+    let stopped = destination_stopped(w, plan).await;
+    let Ok(mut o) = ops.lock() else {
+        return;
+    };
+    if stopped && !o.failover_started && !o.liveness {
+        o.failover_started = true;
+        drop(o);
+        start_failover_clients(w, plan);
+    }
+}
+
+/// Waits (up to [`FAILOVER_WAIT_MS`]) until every partition of the destination is STOPPED.
+async fn destination_stopped(w: &KafkaWorld, plan: &ChaosPlan) -> bool {
+    use mirror_core::mirror::MirrorPartitionState as S;
+    let dst = ClusterIdx(1);
+    w.wait_until(FAILOVER_WAIT_MS, |w| {
+        plan.topics.iter().all(|t| {
+            (0..t.partitions).all(|p| {
+                w.mirror_state(dst, &TopicPartition::new(t.name.as_str(), p)) == Some(S::Stopped)
+            })
+        })
+    })
+    .await
+}
+
+/// The probe's batch: one plain record (no producer id, so no producer state to check).
+fn probe_batch() -> mirror_core::record::RecordBatch {
+    BatchBuilder::new().build(&[SimpleRecord::value(0, "probe".to_string())])
+}
