@@ -141,6 +141,7 @@ async fn consumer_fetch(
             current_leader_epoch: None,
             last_fetched_epoch: None,
             log_start_offset: Offset(-1),
+            topic_id: None,
         }],
     };
     match request_to(w, cluster, leader, req).await {

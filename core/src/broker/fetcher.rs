@@ -129,6 +129,7 @@ impl Broker {
                 current_leader_epoch: Some(part.current_leader_epoch),
                 last_fetched_epoch,
                 log_start_offset: log_start,
+                topic_id: None,
             });
         }
         if let Some(w) = next_wake {

@@ -465,6 +465,9 @@ impl Broker {
         let Some(p) = self.partitions.get(&fp.tp) else {
             return empty(unknown, Offset(-1), Offset(-1), Offset(-1));
         };
+        if fp.topic_id.is_some_and(|id| id != p.topic_id) {
+            return empty(ErrorCode::UnknownTopicId, Offset(-1), Offset(-1), Offset(-1));
+        }
         let view = p.leader_view();
         let replica_id = op.replica.map(|(b, _)| b);
         let req = FetchPartitionRequest {

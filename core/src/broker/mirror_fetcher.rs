@@ -132,6 +132,21 @@ impl Broker {
                 continue;
             }
             self.mirror_fetch.missing.remove(&t.name);
+            // The destination topic carries the source topic's id (StartMirrorTopics creates
+            // it with that id). A different id under the same name is a new topic: the old one
+            // was deleted and re-created, and its records must never be appended after the old
+            // topic's (scenarios S9). Non-retryable, like a deleted source topic.
+            let recreated = self
+                .mirror_runs
+                .iter()
+                .any(|(tp, r)| tp.topic.as_ref() == t.name.as_str() && r.topic_id != t.topic_id);
+            if recreated {
+                self.fail_source_topic(
+                    &t.name,
+                    "The source topic was re-created with a different topic id.",
+                );
+                continue;
+            }
             for p in t.partitions {
                 let tp = TopicPartition::new(t.name.as_str(), p.partition);
                 match p.leader {
@@ -157,6 +172,11 @@ impl Broker {
 
     /// A deleted source topic fails its partitions for good (A.2); the topic stays readable.
     fn fail_source_topic_deleted(&mut self, topic: &str) {
+        self.fail_source_topic(topic, "The source topic is deleted.");
+    }
+
+    /// Fails the mirrored partitions of `topic` for good; the topic stays readable.
+    fn fail_source_topic(&mut self, topic: &str, reason: &str) {
         let tps: Vec<TopicPartition> = self
             .mirror_runs
             .keys()
@@ -173,7 +193,7 @@ impl Broker {
                 state,
                 Some(S::Mirroring | S::Preparing | S::Paused | S::Pausing)
             ) {
-                self.mirror_fail(&tp, "The source topic is deleted.");
+                self.mirror_fail(&tp, reason);
             }
         }
     }
@@ -203,6 +223,8 @@ impl Broker {
             if self.mirror_fetch.busy.contains(&(cluster, leader)) {
                 continue;
             }
+            // The destination topic has the source topic's id (StartMirrorTopics).
+            let topic_id = self.mirror_runs.get(tp).map(|r| r.topic_id);
             by_leader
                 .entry((cluster, leader))
                 .or_default()
@@ -212,6 +234,7 @@ impl Broker {
                     current_leader_epoch: Some(epoch),
                     last_fetched_epoch: part.last_fetched_epoch,
                     log_start_offset: Offset(-1),
+                    topic_id,
                 });
         }
         if let Some(w) = wake {

@@ -583,6 +583,10 @@ pub struct FetchPartition {
     pub last_fetched_epoch: Option<LeaderEpoch>,
     /// A follower's log start (informational).
     pub log_start_offset: Offset,
+    /// Fetch v13+ names topics by id; `Some` makes the leader refuse a partition whose topic
+    /// has another id (UNKNOWN_TOPIC_ID), so a topic re-created under the same name is never
+    /// read as the old one. `None`: by name only.
+    pub topic_id: Option<TopicId>,
 }
 
 /// One partition of a fetch response.

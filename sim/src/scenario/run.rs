@@ -596,6 +596,7 @@ impl Ctx<'_> {
                         current_leader_epoch: None,
                         last_fetched_epoch: None,
                         log_start_offset: Offset(-1),
+                        topic_id: None,
                     }],
                 };
                 let Some(Response::Fetch { partitions, .. }) =

@@ -469,6 +469,7 @@ impl Consumer {
                 current_leader_epoch: Some(e),
                 last_fetched_epoch: None,
                 log_start_offset: Offset(-1),
+                topic_id: None,
             });
         }
         for (b, partitions) in by_leader {
