@@ -76,6 +76,10 @@ pub struct ChaosOptions {
     pub verbose_trace: bool,
     /// Draw two-cluster KIP-1279 plans (`ChaosPlan::mirror`) instead of single-cluster ones.
     pub mirror: bool,
+    /// Observe the run for `mirrorsim report` / `dump` (a timeline, a replica's files).
+    pub tap: Option<crate::report::Tap>,
+    /// KIP-1279 design preset or ablation for every cluster (`None` = the default design).
+    pub mirror_design: Option<String>,
 }
 
 /// Runs one seed on a fresh thread and runtime.
@@ -122,6 +126,9 @@ fn spec_of(plan: &ChaosPlan, opts: &ChaosOptions) -> KafkaWorldSpec {
             c.unclean_leader_election_enable = plan.unclean_leader_election_enable;
             c.tuning.log_flush_interval_ms = plan.log_flush_interval_ms;
             c.tuning.ablation_hw_ignores_isr = opts.ablation_hw_ignores_isr;
+            if opts.mirror_design.is_some() {
+                c.tuning.mirror_design.clone_from(&opts.mirror_design);
+            }
             c
         })
         .collect();
@@ -133,6 +140,9 @@ fn spec_of(plan: &ChaosPlan, opts: &ChaosOptions) -> KafkaWorldSpec {
 
 async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
     let w = KafkaWorld::start_traced(spec_of(&plan, &opts), opts.verbose_trace);
+    if let Some(tap) = &opts.tap {
+        tap.attach(&w);
+    }
     let c0 = ClusterIdx(0);
     w.run_for_ms(3_000).await;
     for t in &plan.topics {
@@ -196,6 +206,9 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
             },
         }
     };
+    if let Some(tap) = &opts.tap {
+        tap.finish(&w);
+    }
     (verdict, w.world.report(plan.seed))
 }
 

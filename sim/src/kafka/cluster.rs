@@ -18,6 +18,7 @@ use crate::check::Violation;
 use crate::check::history::check_no_lost_acked_writes;
 use crate::check::log_invariants::{Checker, NodeMap};
 use crate::net::NetConfig;
+use crate::report::Recorder;
 use crate::world::{Boot, ClusterConfig, World, WorldConfig};
 
 /// Broker settings a world may vary.
@@ -154,16 +155,7 @@ impl KafkaWorld {
         let clients: Arc<Mutex<BTreeMap<NodeId, ClientMaker>>> =
             Arc::new(Mutex::new(BTreeMap::new()));
         let spec = Arc::new(spec);
-        {
-            let checker = Arc::clone(&checker);
-            let nodes = Arc::clone(&nodes);
-            let names = world.names().clone();
-            world.set_observer(move |ctx, event| {
-                let nodes = lock(&nodes);
-                let name = |n: NodeId| names.node(n);
-                lock(&checker).on_event(ctx, event, &nodes, &name);
-            });
-        }
+        install_observer(&world, &checker, &nodes, None);
         {
             let spec = Arc::clone(&spec);
             let clients = Arc::clone(&clients);
@@ -207,6 +199,13 @@ impl KafkaWorld {
             workload: Arc::new(Mutex::new(Vec::new())),
             spec,
         }
+    }
+
+    /// Records a timeline of the run from now on: the recorder sees every event right after
+    /// the checker (attach before the first event to see the whole run). Opt-in, so runs
+    /// without a report pay nothing for it.
+    pub fn attach_recorder(&self, recorder: Arc<Mutex<Recorder>>) {
+        install_observer(&self.world, &self.checker, &self.nodes, Some(recorder));
     }
 
     /// The world's spec.
@@ -636,6 +635,26 @@ impl KafkaWorld {
         }
         c.violation().cloned()
     }
+}
+
+/// Makes the checker (and the recorder, if any) the world's observer.
+fn install_observer(
+    world: &World<SimNode>,
+    checker: &Arc<Mutex<Checker>>,
+    nodes: &Arc<Mutex<NodeMap>>,
+    recorder: Option<Arc<Mutex<Recorder>>>,
+) {
+    let checker = Arc::clone(checker);
+    let nodes = Arc::clone(nodes);
+    let names = world.names().clone();
+    world.set_observer(move |ctx, event| {
+        let nodes = lock(&nodes);
+        let name = |n: NodeId| names.node(n);
+        lock(&checker).on_event(ctx, event, &nodes, &name);
+        if let Some(r) = &recorder {
+            lock(r).on_event(ctx, event, &nodes, &name);
+        }
+    });
 }
 
 fn mirror_error(resp: Option<Response>) -> ErrorCode {
