@@ -110,6 +110,8 @@ pub struct KafkaWorld {
     next_client: Arc<Mutex<u32>>,
     workload: Arc<Mutex<Vec<NodeId>>>,
     spec: Arc<KafkaWorldSpec>,
+    /// The timeline recorder, if one is attached (admin calls are operator actions on it).
+    recorder: Arc<Mutex<Option<Arc<Mutex<Recorder>>>>>,
 }
 
 fn broker_config(cluster: ClusterIdx, id: BrokerId, spec: &ClusterSpec) -> BrokerConfig {
@@ -198,6 +200,7 @@ impl KafkaWorld {
             next_client: Arc::new(Mutex::new(0)),
             workload: Arc::new(Mutex::new(Vec::new())),
             spec,
+            recorder: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -205,6 +208,7 @@ impl KafkaWorld {
     /// the checker (attach before the first event to see the whole run). Opt-in, so runs
     /// without a report pay nothing for it.
     pub fn attach_recorder(&self, recorder: Arc<Mutex<Recorder>>) {
+        *lock(&self.recorder) = Some(Arc::clone(&recorder));
         install_observer(&self.world, &self.checker, &self.nodes, Some(recorder));
     }
 
@@ -296,6 +300,18 @@ impl KafkaWorld {
 
     /// Sends one admin request to the cluster's live brokers and waits for the answer.
     pub async fn admin(&self, cluster: ClusterIdx, req: Request) -> Option<Response> {
+        let recorder = lock(&self.recorder).clone();
+        let Some(recorder) = recorder else {
+            return self.admin_call(cluster, req).await;
+        };
+        let (t, seq) = (self.world.now(), self.world.with_trace(|s| s.next_seq()));
+        let asked = format!("{req:?}");
+        let resp = self.admin_call(cluster, req).await;
+        lock(&recorder).operator(t.0, seq, cluster, &asked, resp.as_ref());
+        resp
+    }
+
+    async fn admin_call(&self, cluster: ClusterIdx, req: Request) -> Option<Response> {
         let slot: ResponseSlot = Arc::new(Mutex::new(None));
         let brokers = self.broker_ids(cluster);
         let s2 = Arc::clone(&slot);

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::RunSummary;
 use super::escape::esc;
 use super::faults::split_line;
-use super::svg::{seconds, timeline_svg};
+use super::svg::{seconds, timeline_svg, violation_zoom_svg};
 use super::timeline::Timeline;
 use crate::check::Violation;
 
@@ -31,7 +31,7 @@ polyline.leo { fill: none; stroke: #2a62c9; stroke-width: 1.5; } polyline.hw { f
 .marker.fault { fill: #d9822b; } .marker.fault-end { fill: #8fb48f; } .marker.op { fill: #3a6fd8; }
 .fault-line { stroke-width: 1; stroke-dasharray: 3 3; } .fault-line.fault { stroke: #d9822b; } .fault-line.fault-end { stroke: #8fb48f; } .fault-line.op { stroke: #3a6fd8; }
 .mark { fill: #b05fc4; }
-.violation-line { stroke: #e00000; stroke-width: 3; } .violation-dot { fill: #e00000; } .violation-label { fill: #e00000; font-weight: bold; }
+.violation-line { stroke: #e00000; stroke-width: 3; } .violation-dot { fill: #e00000; } .violation-label { fill: #e00000; font-weight: bold; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
 table.trace { border-collapse: collapse; font: 12px/1.3 ui-monospace, Menlo, Consolas, monospace; }
 table.trace td, table.trace th { padding: 1px 8px; border-bottom: 1px solid #f0f0f0; text-align: left; white-space: pre; }
 table.trace tr.fault td { color: #a35a12; } table.trace tr.violation td { background: #ffd6d6; color: #900; font-weight: bold; }
@@ -68,6 +68,11 @@ pub fn page(t: &Timeline, run: &RunSummary) -> String {
     );
     s.push_str(&timeline_svg(t));
     s.push_str("</div>\n");
+    if let Some(zoom) = violation_zoom_svg(t) {
+        s.push_str("<h2>Zoom: the moments before the failing event</h2>\n<div class=\"scroll\">");
+        s.push_str(&zoom);
+        s.push_str("</div>\n");
+    }
     trace_table(&mut s, run, t.violation.as_ref());
     s.push_str("</body>\n</html>\n");
     s

@@ -17,31 +17,83 @@ const LABEL_W: f64 = 180.0;
 const PLOT_W: f64 = 1000.0;
 /// Height of one lane.
 const LANE_H: f64 = 86.0;
+/// Room right of the plot for end labels.
+const RIGHT_MARGIN: f64 = 24.0;
 /// Where the first lane starts (below the axis and the marker strip).
 const TOP: f64 = 64.0;
 
-/// Maps simulated time to x.
+/// Maps simulated time in `[start, end]` to x (times outside are clamped to the edges).
 #[derive(Copy, Clone, Debug)]
 struct Scale {
+    start_micros: u64,
     end_micros: u64,
+    /// The end of the run: bands and lines stop there even if the window goes on.
+    run_end_micros: u64,
 }
 
 impl Scale {
     fn x(self, t_micros: u64) -> f64 {
-        let end = self.end_micros.max(1) as f64;
-        LABEL_W + (t_micros.min(self.end_micros) as f64 / end) * PLOT_W
+        let span = self.end_micros.saturating_sub(self.start_micros).max(1) as f64;
+        let t = t_micros.clamp(self.start_micros, self.end_micros) - self.start_micros;
+        LABEL_W + (t as f64 / span) * PLOT_W
+    }
+
+    fn contains(self, t_micros: u64) -> bool {
+        (self.start_micros..=self.end_micros).contains(&t_micros)
     }
 }
 
-/// The whole SVG element.
+/// The whole run as one SVG element.
 #[must_use]
 pub fn timeline_svg(t: &Timeline) -> String {
+    svg(t, 0, t.end_micros.max(1))
+}
+
+/// A zoom on the moments before the failing event (`None` without a violation), where a
+/// whole-run view squeezes the last state changes into a pixel: it starts at the
+/// window holding three times the time since the [`ZOOM_ITEMS`]-th last change (leader,
+/// state, mark, fault) before the violation, at least [`ZOOM_MIN_MICROS`] and at most
+/// [`ZOOM_MAX_MICROS`], and shows a tenth more after it.
+#[must_use]
+pub fn violation_zoom_svg(t: &Timeline) -> Option<String> {
+    let v = t.violation.as_ref()?;
+    let mut times: Vec<u64> = t
+        .lanes
+        .values()
+        .flat_map(|l| {
+            let leaders = l.leaders.iter().map(|x| x.t_micros);
+            let states = l.states.iter().map(|x| x.t_micros);
+            leaders.chain(states).chain(l.marks.iter().map(|x| x.t_micros))
+        })
+        .chain(t.faults.iter().map(|f| f.t_micros))
+        .filter(|x| *x < v.t_micros)
+        .collect();
+    times.sort_unstable();
+    let nth = times.len().saturating_sub(ZOOM_ITEMS);
+    let from = times.get(nth).copied().unwrap_or(0);
+    let before = (3 * (v.t_micros - from)).clamp(ZOOM_MIN_MICROS, ZOOM_MAX_MICROS);
+    let start = v.t_micros.saturating_sub(before);
+    Some(svg(t, start, v.t_micros + before / 10 + 1))
+}
+
+/// How many recent changes the zoom tries to show.
+const ZOOM_ITEMS: usize = 3;
+/// The shortest zoom window before the failing event.
+const ZOOM_MIN_MICROS: u64 = 20_000;
+/// The longest.
+const ZOOM_MAX_MICROS: u64 = 5_000_000;
+
+fn svg(t: &Timeline, start_micros: u64, end_micros: u64) -> String {
     let scale = Scale {
-        end_micros: t.end_micros.max(1),
+        start_micros,
+        end_micros: end_micros.max(start_micros + 1),
+        run_end_micros: t.end_micros,
     };
-    let lanes: Vec<(&LaneKey, &Lane)> = t.lanes.iter().collect();
+    // Per cluster, the workload's topics first, internal ones (`__consumer_offsets`) after.
+    let mut lanes: Vec<(&LaneKey, &Lane)> = t.lanes.iter().collect();
+    lanes.sort_by_key(|(k, _)| (k.cluster, k.topic.starts_with("__")));
     let height = TOP + LANE_H * lanes.len() as f64 + 10.0;
-    let width = LABEL_W + PLOT_W + 20.0;
+    let width = LABEL_W + PLOT_W + RIGHT_MARGIN;
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -80,25 +132,26 @@ pub fn timeline_svg(t: &Timeline) -> String {
 }
 
 /// Tick step (µs) giving at most about 12 ticks.
-fn tick_step(end_micros: u64) -> u64 {
-    const STEPS_MS: [u64; 14] = [
-        100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 30_000, 60_000, 120_000, 300_000,
-        600_000, 1_800_000,
+fn tick_step(span_micros: u64) -> u64 {
+    const STEPS_MICROS: [u64; 20] = [
+        1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000,
+        2_000_000, 5_000_000, 10_000_000, 20_000_000, 30_000_000, 60_000_000, 120_000_000,
+        300_000_000, 600_000_000, 1_800_000_000,
     ];
-    STEPS_MS
+    STEPS_MICROS
         .iter()
-        .map(|ms| ms * 1_000)
-        .find(|step| end_micros / step <= 12)
+        .copied()
+        .find(|step| span_micros / step <= 12)
         .unwrap_or(3_600_000_000)
 }
 
 fn axis(s: &mut String, scale: Scale, height: f64) {
-    let step = tick_step(scale.end_micros);
+    let step = tick_step(scale.end_micros - scale.start_micros);
     let _ = writeln!(
         s,
         r#"<text class="axis-title" x="6" y="18">simulated time (s)</text>"#
     );
-    let mut t = 0;
+    let mut t = scale.start_micros.div_ceil(step) * step;
     while t <= scale.end_micros {
         let x = scale.x(t);
         let _ = writeln!(
@@ -162,7 +215,7 @@ fn marker_strip(s: &mut String, scale: Scale, t: &Timeline) {
         s,
         r#"<text class="strip-label" x="6" y="46">faults / operator</text>"#
     );
-    for f in &t.faults {
+    for f in t.faults.iter().filter(|f| scale.contains(f.t_micros)) {
         let x = scale.x(f.t_micros);
         let _ = writeln!(
             s,
@@ -181,17 +234,24 @@ fn marker_strip(s: &mut String, scale: Scale, t: &Timeline) {
     }
 }
 
-/// Segments `[start, next start)` over `items`, ending the last one at the end of the run.
+/// Segments `[start, next start)` over `items` that overlap the scale's window, the last one
+/// running to the window's end.
 fn spans<T>(
     items: &[T],
     start: impl Fn(&T) -> u64,
-    end: u64,
+    scale: Scale,
 ) -> impl Iterator<Item = (u64, u64, &T)> {
-    items.iter().enumerate().map(move |(i, it)| {
-        let a = start(it);
-        let b = items.get(i + 1).map_or(end, &start);
-        (a, b.max(a), it)
-    })
+    items
+        .iter()
+        .enumerate()
+        .map(move |(i, it)| {
+            let a = start(it);
+            let b = items
+                .get(i + 1)
+                .map_or(scale.end_micros.min(scale.run_end_micros), &start);
+            (a, b.max(a), it)
+        })
+        .filter(move |(a, b, _)| *b >= scale.start_micros && *a <= scale.end_micros)
 }
 
 fn band_rect(s: &mut String, class: &str, style: &str, x0: f64, x1: f64, y: f64, title: &str) {
@@ -217,7 +277,7 @@ fn band_text(s: &mut String, x0: f64, x1: f64, y: f64, label: &str) {
 }
 
 fn leader_band(s: &mut String, scale: Scale, lane: &Lane, y: f64) {
-    for (a, b, span) in spans(&lane.leaders, |l| l.t_micros, scale.end_micros) {
+    for (a, b, span) in spans(&lane.leaders, |l| l.t_micros, scale) {
         let (x0, x1) = (scale.x(a), scale.x(b));
         let label = match span.leader {
             Some(l) => format!("b{l} e{}", span.epoch),
@@ -258,7 +318,7 @@ fn state_color(state: &str) -> &'static str {
 }
 
 fn state_band(s: &mut String, scale: Scale, lane: &Lane, y: f64) {
-    for (a, b, st) in spans(&lane.states, |c| c.t_micros, scale.end_micros) {
+    for (a, b, st) in spans(&lane.states, |c| c.t_micros, scale) {
         let (x0, x1) = (scale.x(a), scale.x(b));
         let title = format!(
             "{} se={} from t={}s (#{})",
@@ -283,7 +343,7 @@ fn step_points(
 ) -> Vec<(f64, f64)> {
     let mut pts: Vec<(f64, f64)> = Vec::new();
     let mut last_col: Option<i64> = None;
-    for (t, v) in samples {
+    for (t, v) in samples.iter().filter(|(t, _)| *t <= scale.end_micros) {
         let x = scale.x(*t);
         let y = y_of(*v);
         let col = x.floor() as i64;
@@ -300,7 +360,7 @@ fn step_points(
         last_col = Some(col);
     }
     if let Some(&(_, py)) = pts.last() {
-        pts.push((scale.x(scale.end_micros), py));
+        pts.push((scale.x(scale.end_micros.min(scale.run_end_micros)), py));
     }
     pts
 }
@@ -332,7 +392,12 @@ fn offsets_chart(s: &mut String, scale: Scale, lane: &Lane, y: f64, h: f64) {
     );
     polyline(s, "leo", &step_points(scale, &leo, y_of));
     polyline(s, "hw", &step_points(scale, &hw, y_of));
-    if let Some(last) = lane.offsets.last() {
+    if let Some(last) = lane
+        .offsets
+        .iter()
+        .rev()
+        .find(|o| o.t_micros <= scale.end_micros)
+    {
         let _ = write!(
             s,
             r#"<text class="end-label" x="{:.1}" y="{:.1}">leo={} hw={}</text>"#,
@@ -346,7 +411,7 @@ fn offsets_chart(s: &mut String, scale: Scale, lane: &Lane, y: f64, h: f64) {
 }
 
 fn lane_faults(s: &mut String, scale: Scale, t: &Timeline, cluster: u16, y0: f64) {
-    for f in &t.faults {
+    for f in t.faults.iter().filter(|f| scale.contains(f.t_micros)) {
         if !f.clusters.is_empty() && !f.clusters.contains(&cluster) {
             continue;
         }
@@ -364,7 +429,7 @@ fn lane_faults(s: &mut String, scale: Scale, t: &Timeline, cluster: u16, y0: f64
 }
 
 fn lane_marks(s: &mut String, scale: Scale, lane: &Lane, y: f64) {
-    for m in &lane.marks {
+    for m in lane.marks.iter().filter(|m| scale.contains(m.t_micros)) {
         let x = scale.x(m.t_micros);
         let _ = write!(
             s,
@@ -384,13 +449,18 @@ fn lane_marks(s: &mut String, scale: Scale, lane: &Lane, y: f64) {
 fn violation_line(s: &mut String, scale: Scale, t: &Timeline, y0: f64, h: f64) {
     let Some(v) = &t.violation else { return };
     let x = scale.x(v.t_micros);
+    // Near the right edge the label goes left of the line so it stays readable.
+    let (label_x, anchor) = if x > LABEL_W + PLOT_W * 0.75 {
+        (x - 8.0, "end")
+    } else {
+        (x + 8.0, "start")
+    };
     let _ = writeln!(
         s,
-        r#"<g class="violation-mark"><line class="violation-line" x1="{x:.1}" y1="{y0:.1}" x2="{x:.1}" y2="{:.1}"/><circle class="violation-dot" cx="{x:.1}" cy="{:.1}" r="5"/><text class="violation-label" x="{:.1}" y="{:.1}">{}</text><title>{}</title></g>"#,
+        r#"<g class="violation-mark"><line class="violation-line" x1="{x:.1}" y1="{y0:.1}" x2="{x:.1}" y2="{:.1}"/><circle class="violation-dot" cx="{x:.1}" cy="{:.1}" r="5"/><text class="violation-label" text-anchor="{anchor}" x="{label_x:.1}" y="{:.1}">{}</text><title>{}</title></g>"#,
         y0 + h,
         y0 + h / 2.0,
-        x + 7.0,
-        y0 + h / 2.0 + 4.0,
+        y0 + h - 10.0,
         esc(&v.invariant),
         esc(&format!("t={}s {v}", seconds(v.t_micros)))
     );
@@ -409,7 +479,7 @@ mod tests {
 
     #[test]
     fn ticks_stay_few() {
-        for end in [1, 999_999, 60_000_000, 3_600_000_000, 86_400_000_000] {
+        for end in [1, 20_000, 999_999, 60_000_000, 3_600_000_000, 86_400_000_000] {
             let step = tick_step(end);
             assert!(end / step <= 24, "{end} step {step}");
         }
@@ -418,7 +488,9 @@ mod tests {
     #[test]
     fn step_points_keep_one_pair_per_pixel_column() {
         let scale = Scale {
+            start_micros: 0,
             end_micros: 1_000_000,
+            run_end_micros: 1_000_000,
         };
         // 1000 samples in 1 s over 1000 px: about one column each; 10 000 would collapse.
         let dense: Vec<(u64, i64)> = (0..10_000).map(|i| (i * 100, i as i64)).collect();

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use mirror_core::broker::Event;
-use mirror_core::protocol::{ClusterIdx, NodeId, NodeRole};
+use mirror_core::protocol::{ClusterIdx, NodeId, NodeRole, Response};
 use mirror_core::types::{BrokerId, TopicPartition};
 
 use super::faults::{FaultMarker, parse_faults};
@@ -201,16 +201,15 @@ impl Recorder {
                 leader_epoch,
                 unclean,
                 ..
+            } => self.leader(t, cluster, tp, *leader, leader_epoch.0, *unclean),
+            Event::BecameLeader {
+                tp, leader_epoch, ..
             } => {
-                let key = LaneKey::new(cluster, tp);
-                self.cursors.entry(key.clone()).or_default().leader = *leader;
-                let lane = self.lanes.entry(key).or_default();
-                lane.leaders.push(LeaderSpan {
-                    t_micros: t,
-                    leader: leader.map(|b| b.0),
-                    epoch: leader_epoch.0,
-                    unclean: *unclean,
-                });
+                // Topic creation assigns leaders without an election event: the broker's own
+                // report is the first word on them.
+                if let NodeRole::Broker(id) = ctx.node.role {
+                    self.leader(t, cluster, tp, Some(id), leader_epoch.0, false);
+                }
             }
             Event::MirrorStateChanged {
                 tp,
@@ -258,6 +257,67 @@ impl Recorder {
         if let Some(tp) = offsets_may_move(event) {
             self.sample(ctx, tp, nodes);
         }
+    }
+
+    /// An admin request the harness sent to `cluster` at `t_micros` (an operator action:
+    /// create, stop, pause, failback, elect) and what came back.
+    pub fn operator(
+        &mut self,
+        t_micros: u64,
+        seq: u64,
+        cluster: ClusterIdx,
+        request: &str,
+        response: Option<&Response>,
+    ) {
+        // Lookups (metadata, describe, list) are the harness finding its way, not actions.
+        if ["Metadata", "Describe", "List"]
+            .iter()
+            .any(|p| request.starts_with(p))
+        {
+            return;
+        }
+        let outcome = match response {
+            None => "no answer".to_string(),
+            Some(Response::MirrorAdmin { error, .. } | Response::Error { error }) => {
+                error.to_string()
+            }
+            Some(r) => format!("{r:?}"),
+        };
+        let text = format!("{} → {}", clip(request), clip(&outcome));
+        let subject = self.clusters.get(usize::from(cluster.0)).cloned().unwrap_or_default();
+        self.operator
+            .push(FaultMarker::operator(t_micros, seq, cluster.0, &subject, &text));
+    }
+
+    /// A new leader (or none) for `tp` from the controller's election or a broker becoming
+    /// leader; a report of the span already recorded, or of an older epoch, changes nothing.
+    fn leader(
+        &mut self,
+        t: u64,
+        cluster: ClusterIdx,
+        tp: &TopicPartition,
+        leader: Option<BrokerId>,
+        epoch: i32,
+        unclean: bool,
+    ) {
+        let key = LaneKey::new(cluster, tp);
+        let lane = self.lanes.entry(key.clone()).or_default();
+        if let Some(last) = lane.leaders.last_mut() {
+            if epoch < last.epoch {
+                return;
+            }
+            if epoch == last.epoch && last.leader == leader.map(|b| b.0) {
+                last.unclean |= unclean;
+                return;
+            }
+        }
+        lane.leaders.push(LeaderSpan {
+            t_micros: t,
+            leader: leader.map(|b| b.0),
+            epoch,
+            unclean,
+        });
+        self.cursors.entry(key).or_default().leader = leader;
     }
 
     /// Records the leader's LEO/HW for `tp` if `ctx.node` is its current leader and either
@@ -318,6 +378,17 @@ impl Recorder {
             end_micros: end_micros.max(last_line),
         }
     }
+}
+
+/// At most 160 characters of a request or response dump (a marker is a tooltip, not a log).
+fn clip(s: &str) -> String {
+    const MAX: usize = 160;
+    if s.chars().count() <= MAX {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(MAX).collect();
+    out.push('…');
+    out
 }
 
 /// The partition whose leader LEO/HW an event may have moved.
