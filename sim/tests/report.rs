@@ -70,7 +70,10 @@ fn mirror_run_has_a_lane_per_cluster_and_partition_and_renders_deterministically
     assert!(html.contains(hash.as_str()), "header has the trace hash");
     // Same seed, fresh run: the same bytes.
     let (_, _, again) = report(plan, None);
-    assert!(html == again, "report differs between two runs of the same seed");
+    assert!(
+        html == again,
+        "report differs between two runs of the same seed"
+    );
 }
 
 #[test]
@@ -83,7 +86,9 @@ fn a_design_ablation_failure_is_highlighted_on_its_lane() {
     });
     let (timeline, html) = found.expect("some seed in 1..=40 fails under seed-no-epoch-bump");
     let v = timeline.violation.as_ref().expect("violation");
-    let lane = timeline.violation_lane().expect("the violation names a lane");
+    let lane = timeline
+        .violation_lane()
+        .expect("the violation names a lane");
     let lane_attr = format!(
         "data-lane=\"{} {}\"",
         timeline.cluster_name(lane.cluster),
@@ -95,9 +100,15 @@ fn a_design_ablation_failure_is_highlighted_on_its_lane() {
     let next_lane = svg[lane_at + 1..]
         .find("<g class=\"lane\"")
         .map_or(svg.len(), |i| i + lane_at + 1);
-    assert!(lane_at < red_at && red_at < next_lane, "red line inside its lane");
+    assert!(
+        lane_at < red_at && red_at < next_lane,
+        "red line inside its lane"
+    );
     assert!(html.contains(&format!("invariant {} broken", v.invariant)));
-    assert!(html.contains("id=\"ev-violation\""), "verdict row in the trace table");
+    assert!(
+        html.contains("id=\"ev-violation\""),
+        "verdict row in the trace table"
+    );
     assert!(html.contains("Zoom: the moments before the failing event"));
 }
 
@@ -144,7 +155,11 @@ fn dumped_segments_parse_back_with_indexes_at_batch_starts() {
     let (files, created) = run_seed(5, small_run).expect("run");
     assert_eq!(created, ErrorCode::None);
     let dumped = dump_partition(&files, "orders-0").expect("dump");
-    assert!(dumped.segments.len() >= 3, "12 KB segments roll: {}", dumped.segments.len());
+    assert!(
+        dumped.segments.len() >= 3,
+        "12 KB segments roll: {}",
+        dumped.segments.len()
+    );
     let dir = std::env::temp_dir().join(format!("mirrorsim-dump-test-{}", std::process::id()));
     let part = dir.join("orders-0");
     std::fs::create_dir_all(&part).expect("mkdir");
@@ -172,10 +187,15 @@ fn dumped_segments_parse_back_with_indexes_at_batch_starts() {
         }
         assert_eq!(pos as usize, log.len(), "no bytes after the last batch");
         total += batches.len();
-        let idx = parse_index(&std::fs::read(part.join(format!("{:020}.index", s.base))).expect("index"));
+        let idx =
+            parse_index(&std::fs::read(part.join(format!("{:020}.index", s.base))).expect("index"));
         for (rel, at) in &idx {
             let last = starts.get(at).expect("index entry points at a batch start");
-            assert_eq!(i64::from(*rel) + s.base, *last, "entry offset = that batch's last offset");
+            assert_eq!(
+                i64::from(*rel) + s.base,
+                *last,
+                "entry offset = that batch's last offset"
+            );
         }
         index_entries += idx.len();
         let ti = parse_timeindex(
@@ -184,7 +204,10 @@ fn dumped_segments_parse_back_with_indexes_at_batch_starts() {
         assert!(ti.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
     }
     assert_eq!(total, 60, "every produced batch is in the dump");
-    assert!(index_entries >= 2, "sparse index entries written: {index_entries}");
+    assert!(
+        index_entries >= 2,
+        "sparse index entries written: {index_entries}"
+    );
     let checkpoint = std::fs::read_to_string(part.join("leader-epoch-checkpoint")).expect("ckpt");
     let lines: Vec<&str> = checkpoint.lines().collect();
     assert_eq!(lines[0], "0", "version");

@@ -49,7 +49,11 @@ fn cluster_of(plan: &ChaosPlan, arg: &str) -> Result<ClusterIdx, CliError> {
         _ => Err(CliError::BadArgument(format!(
             "--cluster `{arg}`: the run has {n} cluster(s) (0{}{})",
             if n > 1 { "..=" } else { "" },
-            if n > 1 { (n - 1).to_string() } else { String::new() }
+            if n > 1 {
+                (n - 1).to_string()
+            } else {
+                String::new()
+            }
         ))),
     }
 }
@@ -96,7 +100,10 @@ pub fn run(a: &DumpArgs<'_>) -> Result<i32, CliError> {
     let o = run_plan(plan, &opts);
     println!("run: seed {seed} verdict {}", o.verdict.short());
     let Some((broker, files)) = tap.files() else {
-        eprintln!("mirrorsim: the run ended before its world could be read ({})", o.verdict.short());
+        eprintln!(
+            "mirrorsim: the run ended before its world could be read ({})",
+            o.verdict.short()
+        );
         return Ok(1);
     };
     let dir_name = mirror_core::broker::storage::partition_dir(&tp);

@@ -28,6 +28,9 @@ mod tests {
             esc(r#"<script>alert("x&y")</script> it's"#),
             "&lt;script&gt;alert(&quot;x&amp;y&quot;)&lt;/script&gt; it&#39;s"
         );
-        assert_eq!(esc("MIRRORING→STOPPING ¬src-1"), "MIRRORING→STOPPING ¬src-1");
+        assert_eq!(
+            esc("MIRRORING→STOPPING ¬src-1"),
+            "MIRRORING→STOPPING ¬src-1"
+        );
     }
 }

@@ -144,15 +144,30 @@ mod tests {
 
     #[test]
     fn split_line_reads_back_every_column_layout() {
-        let l = line(12_004_000, 4391, "dst-1", "orders-0", "MIRRORING→STOPPING se=4");
+        let l = line(
+            12_004_000,
+            4391,
+            "dst-1",
+            "orders-0",
+            "MIRRORING→STOPPING se=4",
+        );
         let c = split_line(&l).expect("columns");
         assert_eq!(
             (c.t_micros, c.seq, c.node, c.subject, c.text),
-            (12_004_000, 4391, "dst-1", "orders-0", "MIRRORING→STOPPING se=4")
+            (
+                12_004_000,
+                4391,
+                "dst-1",
+                "orders-0",
+                "MIRRORING→STOPPING se=4"
+            )
         );
         let l = line(1_000, 7, "fault", "", "packet loss rate=0.100");
         let c = split_line(&l).expect("columns");
-        assert_eq!((c.node, c.subject, c.text), ("fault", "", "packet loss rate=0.100"));
+        assert_eq!(
+            (c.node, c.subject, c.text),
+            ("fault", "", "packet loss rate=0.100")
+        );
         let l = line(0, 1, "a-very-long-node", "a-very-long-subject", "x y");
         let c = split_line(&l).expect("columns");
         assert_eq!(
@@ -166,8 +181,20 @@ mod tests {
     fn faults_name_the_clusters_they_touch() {
         let names = vec!["src".to_string(), "dst".to_string()];
         let lines = vec![
-            line(1_000_000, 10, "fault", "src-2", "crash PowerLoss lost=0B files=0"),
-            line(2_000_000, 11, "fault", "src↮dst", "partition symmetric id=3"),
+            line(
+                1_000_000,
+                10,
+                "fault",
+                "src-2",
+                "crash PowerLoss lost=0B files=0",
+            ),
+            line(
+                2_000_000,
+                11,
+                "fault",
+                "src↮dst",
+                "partition symmetric id=3",
+            ),
             line(3_000_000, 12, "fault", "", "heal all"),
             line(3_500_000, 13, "dst-1", "orders-0", "leader le=3 isr=[1]"),
             line(4_000_000, 14, "dst-3", "", "! halt: EIO"),

@@ -127,7 +127,10 @@ fn violation_box(s: &mut String, v: &Violation) {
 fn legend(s: &mut String, t: &Timeline) {
     s.push_str("<p class=\"legend\">");
     let items: [(&str, &str); 9] = [
-        ("background:hsl(90,55%,78%)", "leader bN eE (broker N, epoch E; red edge = unclean)"),
+        (
+            "background:hsl(90,55%,78%)",
+            "leader bN eE (broker N, epoch E; red edge = unclean)",
+        ),
         ("background:#9fd49f", "MIRRORING"),
         ("background:#f5c08a", "STOPPING"),
         ("background:#c9b3e0", "STOPPED"),
@@ -145,7 +148,9 @@ fn legend(s: &mut String, t: &Timeline) {
         );
     }
     if t.violation.is_some() {
-        s.push_str("<span><i class=\"swatch\" style=\"background:#e00000\"></i>failing event</span>");
+        s.push_str(
+            "<span><i class=\"swatch\" style=\"background:#e00000\"></i>failing event</span>",
+        );
     }
     s.push_str("</p>\n<p class=\"legend\">Hover a band, marker or line for details.</p>\n");
 }

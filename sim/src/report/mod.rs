@@ -59,9 +59,16 @@ impl RunSummary {
             Verdict::Crash { message } => format!("crashed: {message}"),
         };
         let (trace_hash, sim_seconds, events, trace) =
-            o.report.as_ref().map_or((String::from("-"), 0.0, 0, Vec::new()), |r| {
-                (r.trace_hash.clone(), r.sim_seconds, r.events, r.lines.clone())
-            });
+            o.report
+                .as_ref()
+                .map_or((String::from("-"), 0.0, 0, Vec::new()), |r| {
+                    (
+                        r.trace_hash.clone(),
+                        r.sim_seconds,
+                        r.events,
+                        r.lines.clone(),
+                    )
+                });
         Self {
             title: title.to_string(),
             seed: o.seed,

@@ -117,7 +117,10 @@ fn one_lane_per_cluster_and_partition_with_header_and_markers() {
     ] {
         assert!(html.contains(want), "missing {want}");
     }
-    assert!(!html.contains("class=\"violation-line\""), "no failing event");
+    assert!(
+        !html.contains("class=\"violation-line\""),
+        "no failing event"
+    );
     for fetch in ["src=\"http", "href=\"http", "url(", "@import", "<link"] {
         assert!(!html.contains(fetch), "no network fetch: {fetch}");
     }
@@ -134,7 +137,10 @@ fn the_failing_event_is_red_on_its_lane_and_in_the_trace() {
     assert_eq!(html.matches("class=\"violation-line\"").count(), 1);
     let lane_start = html.find("data-lane=\"dst orders-1\"").expect("lane");
     let line_at = html.find("class=\"violation-line\"").expect("line");
-    assert!(line_at > lane_start, "the red line is drawn in the violating lane");
+    assert!(
+        line_at > lane_start,
+        "the red line is drawn in the violating lane"
+    );
     assert!(html.contains("id=\"violation\""));
     assert!(html.contains("invariant read_only_until_stopped broken"));
     assert!(html.contains("leader append at 4 while MIRRORING"));

@@ -106,7 +106,10 @@ pub fn dump_partition(
         let Some(name) = path.strip_prefix(&prefix) else {
             continue;
         };
-        if let Some(base) = name.strip_suffix(".log").and_then(|b| b.parse::<i64>().ok()) {
+        if let Some(base) = name
+            .strip_suffix(".log")
+            .and_then(|b| b.parse::<i64>().ok())
+        {
             logs.insert(base, (name, bytes));
         } else if name == "leader-epoch-checkpoint" {
             checkpoint = Some(bytes.clone());
@@ -201,8 +204,7 @@ fn partition_metadata(bytes: &[u8]) -> Option<String> {
 /// URL-safe base64 without padding (`java.util.Base64.getUrlEncoder().withoutPadding()`).
 #[must_use]
 pub fn base64_url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let b = [
@@ -285,7 +287,10 @@ mod tests {
         assert_eq!(base64_url(b"foo"), "Zm9v");
         assert_eq!(base64_url(&[0xfb, 0xff]), "-_8");
         // Kafka: new Uuid(1L, 2L).toString()
-        assert_eq!(base64_url(&((1u128 << 64) | 2).to_be_bytes()), "AAAAAAAAAAEAAAAAAAAAAg");
+        assert_eq!(
+            base64_url(&((1u128 << 64) | 2).to_be_bytes()),
+            "AAAAAAAAAAEAAAAAAAAAAg"
+        );
     }
 
     #[test]
@@ -301,7 +306,11 @@ mod tests {
         for (rel, pos) in &idx {
             let k = (u64::from(*pos) / size) as usize;
             assert_eq!(u64::from(*pos), k as u64 * size, "at a batch start");
-            assert_eq!(i64::from(*rel), batches[k].last_offset().0, "last offset of that batch");
+            assert_eq!(
+                i64::from(*rel),
+                batches[k].last_offset().0,
+                "last offset of that batch"
+            );
         }
         let ti = parse_timeindex(&seg.timeindex);
         assert_eq!(ti.len(), idx.len(), "active segment: no final entry");

@@ -63,7 +63,9 @@ pub fn violation_zoom_svg(t: &Timeline) -> Option<String> {
         .flat_map(|l| {
             let leaders = l.leaders.iter().map(|x| x.t_micros);
             let states = l.states.iter().map(|x| x.t_micros);
-            leaders.chain(states).chain(l.marks.iter().map(|x| x.t_micros))
+            leaders
+                .chain(states)
+                .chain(l.marks.iter().map(|x| x.t_micros))
         })
         .chain(t.faults.iter().map(|f| f.t_micros))
         .filter(|x| *x < v.t_micros)
@@ -134,9 +136,26 @@ fn svg(t: &Timeline, start_micros: u64, end_micros: u64) -> String {
 /// Tick step (µs) giving at most about 12 ticks.
 fn tick_step(span_micros: u64) -> u64 {
     const STEPS_MICROS: [u64; 20] = [
-        1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000,
-        2_000_000, 5_000_000, 10_000_000, 20_000_000, 30_000_000, 60_000_000, 120_000_000,
-        300_000_000, 600_000_000, 1_800_000_000,
+        1_000,
+        2_000,
+        5_000,
+        10_000,
+        20_000,
+        50_000,
+        100_000,
+        200_000,
+        500_000,
+        1_000_000,
+        2_000_000,
+        5_000_000,
+        10_000_000,
+        20_000_000,
+        30_000_000,
+        60_000_000,
+        120_000_000,
+        300_000_000,
+        600_000_000,
+        1_800_000_000,
     ];
     STEPS_MICROS
         .iter()
@@ -294,10 +313,15 @@ fn leader_band(s: &mut String, scale: Scale, lane: &Lane, y: f64) {
         };
         let title = format!(
             "leader {} epoch {} from t={}s{}",
-            span.leader.map_or("none".to_string(), |l| format!("broker {l}")),
+            span.leader
+                .map_or("none".to_string(), |l| format!("broker {l}")),
             span.epoch,
             seconds(a),
-            if span.unclean { " (UNCLEAN election)" } else { "" }
+            if span.unclean {
+                " (UNCLEAN election)"
+            } else {
+                ""
+            }
         );
         band_rect(s, class, &style, x0, x1, y, &title);
         band_text(s, x0, x1, y, &label);
@@ -336,11 +360,7 @@ fn state_band(s: &mut String, scale: Scale, lane: &Lane, y: f64) {
 
 /// Step-chart points for one series, at most one point pair per pixel column (the last
 /// value in the column wins), so a long run stays a small file.
-fn step_points(
-    scale: Scale,
-    samples: &[(u64, i64)],
-    y_of: impl Fn(i64) -> f64,
-) -> Vec<(f64, f64)> {
+fn step_points(scale: Scale, samples: &[(u64, i64)], y_of: impl Fn(i64) -> f64) -> Vec<(f64, f64)> {
     let mut pts: Vec<(f64, f64)> = Vec::new();
     let mut last_col: Option<i64> = None;
     for (t, v) in samples.iter().filter(|(t, _)| *t <= scale.end_micros) {
@@ -381,7 +401,12 @@ fn polyline(s: &mut String, class: &str, pts: &[(f64, f64)]) {
 }
 
 fn offsets_chart(s: &mut String, scale: Scale, lane: &Lane, y: f64, h: f64) {
-    let max = lane.offsets.iter().map(|o| o.leo.max(o.hw)).max().unwrap_or(0);
+    let max = lane
+        .offsets
+        .iter()
+        .map(|o| o.leo.max(o.hw))
+        .max()
+        .unwrap_or(0);
     let y_of = |v: i64| y + h - (v.max(0) as f64 / max.max(1) as f64) * h;
     let leo: Vec<(u64, i64)> = lane.offsets.iter().map(|o| (o.t_micros, o.leo)).collect();
     let hw: Vec<(u64, i64)> = lane.offsets.iter().map(|o| (o.t_micros, o.hw)).collect();
@@ -479,7 +504,14 @@ mod tests {
 
     #[test]
     fn ticks_stay_few() {
-        for end in [1, 20_000, 999_999, 60_000_000, 3_600_000_000, 86_400_000_000] {
+        for end in [
+            1,
+            20_000,
+            999_999,
+            60_000_000,
+            3_600_000_000,
+            86_400_000_000,
+        ] {
             let step = tick_step(end);
             assert!(end / step <= 24, "{end} step {step}");
         }

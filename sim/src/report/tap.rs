@@ -58,7 +58,11 @@ impl Tap {
     /// Keeps, at the end of the run, the partition directory of `tp` on `broker` of
     /// `cluster` (`None`: the partition's leader then, or the first broker if it has none).
     #[must_use]
-    pub fn keeping_files(cluster: ClusterIdx, broker: Option<BrokerId>, tp: TopicPartition) -> Self {
+    pub fn keeping_files(
+        cluster: ClusterIdx,
+        broker: Option<BrokerId>,
+        tp: TopicPartition,
+    ) -> Self {
         Self {
             keep: Some(KeepFiles {
                 cluster,

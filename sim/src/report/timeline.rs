@@ -284,9 +284,14 @@ impl Recorder {
             Some(r) => format!("{r:?}"),
         };
         let text = format!("{} → {}", clip(request), clip(&outcome));
-        let subject = self.clusters.get(usize::from(cluster.0)).cloned().unwrap_or_default();
-        self.operator
-            .push(FaultMarker::operator(t_micros, seq, cluster.0, &subject, &text));
+        let subject = self
+            .clusters
+            .get(usize::from(cluster.0))
+            .cloned()
+            .unwrap_or_default();
+        self.operator.push(FaultMarker::operator(
+            t_micros, seq, cluster.0, &subject, &text,
+        ));
     }
 
     /// A new leader (or none) for `tp` from the controller's election or a broker becoming
