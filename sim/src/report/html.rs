@@ -27,7 +27,7 @@ svg.timeline { font: 11px sans-serif; background: #fff; }
 .leader, .state { stroke: #fff; stroke-width: 1; } .leader.unclean { stroke: #c01818; stroke-width: 2; }
 .band-label { fill: #222; pointer-events: none; }
 polyline.leo { fill: none; stroke: #2a62c9; stroke-width: 1.5; } polyline.hw { fill: none; stroke: #1f9a3c; stroke-width: 1.5; stroke-dasharray: 4 2; }
-.end-label { fill: #555; text-anchor: end; }
+.end-label { fill: #555; text-anchor: end; paint-order: stroke; stroke: #fafafa; stroke-width: 3px; }
 .marker.fault { fill: #d9822b; } .marker.fault-end { fill: #8fb48f; } .marker.op { fill: #3a6fd8; }
 .fault-line { stroke-width: 1; stroke-dasharray: 3 3; } .fault-line.fault { stroke: #d9822b; } .fault-line.fault-end { stroke: #8fb48f; } .fault-line.op { stroke: #3a6fd8; }
 .mark { fill: #b05fc4; }

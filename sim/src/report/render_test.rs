@@ -134,9 +134,12 @@ fn the_failing_event_is_red_on_its_lane_and_in_the_trace() {
         crate::trace::format::line(7_000_000, 80, "dst-2", "orders-1", "isr=[2,3]"),
     ];
     let html = render(&timeline(Some(read_only_violation())), &summary(trace));
-    assert_eq!(html.matches("class=\"violation-line\"").count(), 1);
-    let lane_start = html.find("data-lane=\"dst orders-1\"").expect("lane");
-    let line_at = html.find("class=\"violation-line\"").expect("line");
+    // Once in the whole-run view, once in the zoom on the moments before it.
+    assert_eq!(html.matches("class=\"violation-line\"").count(), 2);
+    assert!(html.contains("Zoom: the moments before the failing event"));
+    let main = &html[..html.find("</svg>").expect("main view")];
+    let lane_start = main.find("data-lane=\"dst orders-1\"").expect("lane");
+    let line_at = main.find("class=\"violation-line\"").expect("line");
     assert!(
         line_at > lane_start,
         "the red line is drawn in the violating lane"
