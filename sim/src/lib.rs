@@ -14,6 +14,7 @@ pub mod disk;
 pub mod faults;
 pub mod kafka;
 pub mod net;
+pub mod report;
 pub mod scenario;
 pub mod tour;
 pub mod trace;

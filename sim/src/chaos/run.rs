@@ -79,6 +79,8 @@ pub struct ChaosOptions {
     /// Replace the plan's KIP-1279 design (`--design`): the same seed then runs the same
     /// world and schedule against another design.
     pub design: Option<String>,
+    /// Observe the run for `mirrorsim report` / `dump` (a timeline, a replica's files).
+    pub tap: Option<crate::report::Tap>,
 }
 
 /// Runs one seed on a fresh thread and runtime.
@@ -140,6 +142,9 @@ fn spec_of(plan: &ChaosPlan, opts: &ChaosOptions) -> KafkaWorldSpec {
 
 async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
     let w = KafkaWorld::start_traced(spec_of(&plan, &opts), opts.verbose_trace);
+    if let Some(tap) = &opts.tap {
+        tap.attach(&w);
+    }
     let c0 = ClusterIdx(0);
     w.run_for_ms(3_000).await;
     for t in &plan.topics {
@@ -209,6 +214,9 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
             },
         }
     };
+    if let Some(tap) = &opts.tap {
+        tap.finish(&w);
+    }
     (verdict, w.world.report(plan.seed))
 }
 

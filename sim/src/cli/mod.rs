@@ -4,6 +4,8 @@
 
 pub mod bench;
 pub mod compare;
+pub mod dump;
+pub mod report;
 pub mod scenarios;
 pub mod seeds;
 pub mod shrink;
@@ -126,6 +128,55 @@ pub enum Command {
         /// One JSON object per scenario.
         #[arg(long)]
         json: bool,
+    },
+    /// Replay a seed or capsule and write an HTML timeline of it (one lane per partition
+    /// and cluster; leaders, epochs, LEO/HW, mirror states, faults, the failing event).
+    Report {
+        /// A seed number or a capsule file.
+        target: String,
+        /// The seed is a two-cluster mirror plan.
+        #[arg(long)]
+        mirror: bool,
+        /// KIP-1279 design preset or ablation (`seed`, `latest`, `seed-no-read-only`, ...).
+        #[arg(long)]
+        design: Option<String>,
+        /// Plant the same bug as the failing sweep.
+        #[arg(long)]
+        ablation: Option<String>,
+        /// Output file (default `target/mirrorsim/report-<seed>.html`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Replay a seed or capsule to its end and write one replica's log as Kafka segment
+    /// files (`.log`, `.index`, `.timeindex`, `leader-epoch-checkpoint`, `partition.metadata`).
+    Dump {
+        /// A seed number or a capsule file.
+        target: String,
+        /// Cluster index (`0`, `1`) or name (`src`, `dst`).
+        #[arg(long, default_value = "0")]
+        cluster: String,
+        /// Topic.
+        #[arg(long)]
+        topic: String,
+        /// Partition.
+        #[arg(long)]
+        partition: i32,
+        /// Broker id (default: the partition's leader at the end of the run).
+        #[arg(long)]
+        broker: Option<i32>,
+        /// Output directory (default `target/mirrorsim/dump-<seed>`); files go to
+        /// `DIR/<topic>-<partition>/`.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The seed is a two-cluster mirror plan.
+        #[arg(long)]
+        mirror: bool,
+        /// KIP-1279 design preset or ablation.
+        #[arg(long)]
+        design: Option<String>,
+        /// Plant the same bug as the failing sweep.
+        #[arg(long)]
+        ablation: Option<String>,
     },
     /// List invariants, fault kinds and designs.
     List,
@@ -255,6 +306,40 @@ pub fn run(cli: Cli) -> i32 {
             verbose,
             json,
         }) => scenarios::run(&scenarios, design.as_deref(), trace, verbose, json),
+        Some(Command::Report {
+            target,
+            mirror,
+            design,
+            ablation,
+            out,
+        }) => report::run(
+            &target,
+            mirror,
+            design.as_deref(),
+            ablation.as_deref(),
+            out.as_deref(),
+        ),
+        Some(Command::Dump {
+            target,
+            cluster,
+            topic,
+            partition,
+            broker,
+            out,
+            mirror,
+            design,
+            ablation,
+        }) => dump::run(&dump::DumpArgs {
+            target: &target,
+            mirror,
+            design: design.as_deref(),
+            ablation: ablation.as_deref(),
+            cluster: &cluster,
+            topic: &topic,
+            partition,
+            broker,
+            out: out.as_deref(),
+        }),
     };
     match res {
         Ok(code) => code,

@@ -18,6 +18,7 @@ use crate::check::Violation;
 use crate::check::history::check_no_lost_acked_writes;
 use crate::check::log_invariants::{Checker, NodeMap};
 use crate::net::NetConfig;
+use crate::report::Recorder;
 use crate::world::{Boot, ClusterConfig, World, WorldConfig};
 
 /// Broker settings a world may vary.
@@ -109,6 +110,8 @@ pub struct KafkaWorld {
     next_client: Arc<Mutex<u32>>,
     workload: Arc<Mutex<Vec<NodeId>>>,
     spec: Arc<KafkaWorldSpec>,
+    /// The timeline recorder, if one is attached (admin calls are operator actions on it).
+    recorder: Arc<Mutex<Option<Arc<Mutex<Recorder>>>>>,
 }
 
 fn broker_config(cluster: ClusterIdx, id: BrokerId, spec: &ClusterSpec) -> BrokerConfig {
@@ -154,16 +157,7 @@ impl KafkaWorld {
         let clients: Arc<Mutex<BTreeMap<NodeId, ClientMaker>>> =
             Arc::new(Mutex::new(BTreeMap::new()));
         let spec = Arc::new(spec);
-        {
-            let checker = Arc::clone(&checker);
-            let nodes = Arc::clone(&nodes);
-            let names = world.names().clone();
-            world.set_observer(move |ctx, event| {
-                let nodes = lock(&nodes);
-                let name = |n: NodeId| names.node(n);
-                lock(&checker).on_event(ctx, event, &nodes, &name);
-            });
-        }
+        install_observer(&world, &checker, &nodes, None);
         {
             let spec = Arc::clone(&spec);
             let clients = Arc::clone(&clients);
@@ -206,7 +200,16 @@ impl KafkaWorld {
             next_client: Arc::new(Mutex::new(0)),
             workload: Arc::new(Mutex::new(Vec::new())),
             spec,
+            recorder: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// Records a timeline of the run from now on: the recorder sees every event right after
+    /// the checker (attach before the first event to see the whole run). Opt-in, so runs
+    /// without a report pay nothing for it.
+    pub fn attach_recorder(&self, recorder: Arc<Mutex<Recorder>>) {
+        *lock(&self.recorder) = Some(Arc::clone(&recorder));
+        install_observer(&self.world, &self.checker, &self.nodes, Some(recorder));
     }
 
     /// The world's spec.
@@ -297,6 +300,18 @@ impl KafkaWorld {
 
     /// Sends one admin request to the cluster's live brokers and waits for the answer.
     pub async fn admin(&self, cluster: ClusterIdx, req: Request) -> Option<Response> {
+        let recorder = lock(&self.recorder).clone();
+        let Some(recorder) = recorder else {
+            return self.admin_call(cluster, req).await;
+        };
+        let (t, seq) = (self.world.now(), self.world.with_trace(|s| s.next_seq()));
+        let asked = format!("{req:?}");
+        let resp = self.admin_call(cluster, req).await;
+        lock(&recorder).operator(t.0, seq, cluster, &asked, resp.as_ref());
+        resp
+    }
+
+    async fn admin_call(&self, cluster: ClusterIdx, req: Request) -> Option<Response> {
         let slot: ResponseSlot = Arc::new(Mutex::new(None));
         let brokers = self.broker_ids(cluster);
         let s2 = Arc::clone(&slot);
@@ -696,6 +711,26 @@ impl KafkaWorld {
         }
         c.violation().cloned()
     }
+}
+
+/// Makes the checker (and the recorder, if any) the world's observer.
+fn install_observer(
+    world: &World<SimNode>,
+    checker: &Arc<Mutex<Checker>>,
+    nodes: &Arc<Mutex<NodeMap>>,
+    recorder: Option<Arc<Mutex<Recorder>>>,
+) {
+    let checker = Arc::clone(checker);
+    let nodes = Arc::clone(nodes);
+    let names = world.names().clone();
+    world.set_observer(move |ctx, event| {
+        let nodes = lock(&nodes);
+        let name = |n: NodeId| names.node(n);
+        lock(&checker).on_event(ctx, event, &nodes, &name);
+        if let Some(r) = &recorder {
+            lock(r).on_event(ctx, event, &nodes, &name);
+        }
+    });
 }
 
 fn mirror_error(resp: Option<Response>) -> ErrorCode {
