@@ -466,7 +466,12 @@ impl Broker {
             return empty(unknown, Offset(-1), Offset(-1), Offset(-1));
         };
         if fp.topic_id.is_some_and(|id| id != p.topic_id) {
-            return empty(ErrorCode::UnknownTopicId, Offset(-1), Offset(-1), Offset(-1));
+            return empty(
+                ErrorCode::UnknownTopicId,
+                Offset(-1),
+                Offset(-1),
+                Offset(-1),
+            );
         }
         let view = p.leader_view();
         let replica_id = op.replica.map(|(b, _)| b);

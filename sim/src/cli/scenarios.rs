@@ -63,7 +63,11 @@ pub fn run(
         .transpose()
         .map_err(|e| CliError::BadArgument(format!("--design: {e}")))?;
     let scenarios = load_all(&expand(paths)?)?;
-    let opts = RunOptions { design, verbose };
+    let opts = RunOptions {
+        design,
+        verbose,
+        tap: None,
+    };
     let mut failed = 0;
     for sc in &scenarios {
         let o = run_scenario(sc, &opts);

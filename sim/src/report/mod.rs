@@ -83,6 +83,51 @@ impl RunSummary {
     }
 }
 
+impl RunSummary {
+    /// The summary of a scenario run.
+    #[must_use]
+    pub fn from_scenario(o: &crate::scenario::ScenarioOutcome) -> Self {
+        let verdict = match (&o.verdict, &o.violation) {
+            (_, Some(v)) => format!("violation:{}", v.invariant),
+            (crate::scenario::ScenarioVerdict::Pass, None) => "pass".into(),
+            (crate::scenario::ScenarioVerdict::Fail { .. }, None) => "step failed".into(),
+        };
+        let mut detail = o
+            .violation
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        if let crate::scenario::ScenarioVerdict::Fail { reason } = &o.verdict {
+            if !detail.is_empty() {
+                detail.push_str("; ");
+            }
+            detail.push_str(&format!("expectations not met: {reason}"));
+        }
+        let (trace_hash, sim_seconds, events, trace) =
+            o.report
+                .as_ref()
+                .map_or((String::from("-"), 0.0, 0, Vec::new()), |r| {
+                    (
+                        r.trace_hash.clone(),
+                        r.sim_seconds,
+                        r.events,
+                        r.lines.clone(),
+                    )
+                });
+        Self {
+            title: format!("scenario {} ({})", o.name, o.file),
+            seed: o.seed,
+            design: o.design.clone(),
+            verdict,
+            verdict_detail: detail,
+            trace_hash,
+            sim_seconds,
+            events,
+            trace,
+        }
+    }
+}
+
 /// The HTML report of a run: one self-contained, deterministic page.
 #[must_use]
 pub fn render(timeline: &Timeline, run: &RunSummary) -> String {

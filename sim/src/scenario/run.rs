@@ -34,6 +34,8 @@ pub struct RunOptions {
     pub design: Option<mirror_core::mirror::Design>,
     /// Keep verbose trace lines.
     pub verbose: bool,
+    /// Record a timeline for `mirrorsim report`.
+    pub tap: Option<crate::report::Tap>,
 }
 
 /// What one step did.
@@ -169,8 +171,9 @@ pub fn run_scenario(sc: &Scenario, opts: &RunOptions) -> ScenarioOutcome {
     let design = opts.design.unwrap_or(sc.design);
     let sc2 = sc.clone();
     let verbose = opts.verbose;
+    let tap = opts.tap.clone();
     let res = run_seed(sc.seed, move || async move {
-        execute(sc2, design, verbose).await
+        execute(sc2, design, verbose, tap).await
     });
     let (steps, violation, report, crash) = match res {
         Ok((steps, violation, report)) => (steps, violation, Some(report), None),
@@ -227,8 +230,12 @@ async fn execute(
     sc: Scenario,
     design: mirror_core::mirror::Design,
     verbose: bool,
+    tap: Option<crate::report::Tap>,
 ) -> (Vec<StepRecord>, Option<Violation>, RunReport) {
     let w = KafkaWorld::start_traced(spec_of(&sc, &design), verbose);
+    if let Some(t) = &tap {
+        t.attach(&w);
+    }
     // Brokers register and get unfenced before the first step (as every scripted test does).
     w.run_for_ms(3_000).await;
     let mut ctx = Ctx {
@@ -278,6 +285,9 @@ async fn execute(
         .or_else(|| if all_ok { w.finish() } else { None });
     if let Some(v) = &violation {
         w.world.note("scenario", "", &format!("violation {v}"));
+    }
+    if let Some(t) = &tap {
+        t.finish(&w);
     }
     (records, violation, w.world.report(sc.seed))
 }
