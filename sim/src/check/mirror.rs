@@ -674,8 +674,17 @@ pub fn read_only_violation(
     if !read_only {
         return None;
     }
+    // The broker's own control batches only: `MIRROR_PID_RESET` and the stop plan's ABORT
+    // markers (coordinator epoch -1). A transaction coordinator's marker (epoch >= 0) is a
+    // COORDINATOR-origin append, refused by kafka-semantics §2.3 item 17.
     match control {
-        Some(ControlRecord::MirrorPidReset | ControlRecord::EndTxn { commit: false, .. }) => None,
+        Some(
+            ControlRecord::MirrorPidReset
+            | ControlRecord::EndTxn {
+                commit: false,
+                coordinator_epoch: -1,
+            },
+        ) => None,
         _ => Some(format!(
             "leader append while the mirror state is {}{}",
             state.map_or_else(|| "UNKNOWN".to_string(), |s| s.to_string()),

@@ -148,6 +148,8 @@ fn read_only_rejects_client_data_before_stopped_but_not_the_brokers_control_batc
             read_only_violation(Some(s), true, Some(ControlRecord::abort(-1))),
             None
         );
+        // A transaction coordinator's ABORT (coordinator epoch >= 0) is not the broker's.
+        assert!(read_only_violation(Some(s), true, Some(ControlRecord::abort(0))).is_some());
         // A COMMIT marker is a client transaction's: refused.
         assert!(read_only_violation(Some(s), true, Some(ControlRecord::commit(0))).is_some());
     }
