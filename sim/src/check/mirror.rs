@@ -41,6 +41,9 @@ struct Failback {
     snapshot: Vec<RecordBatch>,
     /// Its LEO then.
     snapshot_leo: Offset,
+    /// Its HW then: the snapshot's batches below it were the old source's own committed,
+    /// already exposed records.
+    snapshot_hw: Offset,
     /// `ghost.losses.len()` then: declared losses of the failback come after.
     losses_before: usize,
     /// A `MirrorAligned` was seen.
@@ -236,14 +239,19 @@ impl MirrorChecker {
                 if self.sources.contains(&key) {
                     // This cluster was a source of the partition: a failback starts.
                     let snapshot = with_partition(nodes, node, tp, |p| {
-                        (p.log.batches().cloned().collect(), p.log.log_end_offset())
+                        (
+                            p.log.batches().cloned().collect(),
+                            p.log.log_end_offset(),
+                            p.log.high_watermark(),
+                        )
                     });
-                    if let Some((snapshot, snapshot_leo)) = snapshot {
+                    if let Some((snapshot, snapshot_leo, snapshot_hw)) = snapshot {
                         self.failbacks.insert(
                             key,
                             Failback {
                                 snapshot,
                                 snapshot_leo,
+                                snapshot_hw,
                                 losses_before: ghost.losses.len(),
                                 aligned: false,
                                 mirroring: false,
@@ -424,8 +432,20 @@ impl MirrorChecker {
         let Some(source) = source.filter(|_| is_leader) else {
             return Ok(());
         };
+        let f = self.failbacks.get(&(node.cluster, tp.clone()));
         let r = with_partition(nodes, node, tp, |p| {
-            exposed_beyond_source(ghost, source, tp, p.log.batches(), hw)
+            let (snapshot, snapshot_hw) = f.map_or((&[][..], Offset(0)), |f| {
+                (f.snapshot.as_slice(), f.snapshot_hw)
+            });
+            exposed_beyond_source_after_failback(
+                ghost,
+                source,
+                tp,
+                p.log.batches(),
+                hw,
+                snapshot,
+                snapshot_hw,
+            )
         })
         .flatten();
         match r {
@@ -656,6 +676,37 @@ pub fn exposed_beyond_source<'a>(
         }
     }
     None
+}
+
+/// [`exposed_beyond_source`] on an old source that fails back (`snapshot`: its leader log when
+/// the failback entered PREPARING, `snapshot_hw`: its HW then; empty when not failing back).
+///
+/// Failback (seed design, kip1279 Part B §8.1): PREPARING truncates only from the first local
+/// epoch above the LME, so the old source's own tail written in the LME's epoch after the
+/// mirror's copy stays until the first mirror fetch returns a diverging epoch and truncates it
+/// (a failback truncation below the HW, which kafka-semantics §2.3 item 7 allows). Those
+/// batches were committed by this cluster while it was the source and were readable when the
+/// failback started; they are not source data, and nothing is newly exposed, so keeping them
+/// for that window does not expose uncommitted *source* data (§2.3 item 12 is "over the
+/// mirrored range"). Exempt exactly them: the snapshot's batches below its HW, byte-identical
+/// at the same offset. Anything appended since (a marker, a mirrored batch) or a tail the old
+/// source had not committed when the failback started is still checked.
+pub fn exposed_beyond_source_after_failback<'a>(
+    ghost: &Ghost,
+    source: ClusterIdx,
+    tp: &TopicPartition,
+    dest_batches: impl Iterator<Item = &'a RecordBatch>,
+    hw: Offset,
+    snapshot: &[RecordBatch],
+    snapshot_hw: Offset,
+) -> Option<(Offset, String)> {
+    let own_tail: BTreeMap<Offset, &RecordBatch> = snapshot
+        .iter()
+        .filter(|b| b.last_offset() < snapshot_hw)
+        .map(|b| (b.base_offset(), b))
+        .collect();
+    let batches = dest_batches.filter(|b| own_tail.get(&b.base_offset()).is_none_or(|o| *o != *b));
+    exposed_beyond_source(ghost, source, tp, batches, hw)
 }
 
 /// `read_only_until_stopped`: a leader append on a partition in mirror state `state` (`None`:

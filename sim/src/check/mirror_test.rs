@@ -12,7 +12,8 @@ use mirror_core::types::{
 
 use super::ghost::Ghost;
 use super::mirror::{
-    FailbackInput, epoch_violation, exposed_beyond_source, failback_outcome, hanging_txn_violation,
+    FailbackInput, epoch_violation, exposed_beyond_source, exposed_beyond_source_after_failback,
+    failback_outcome, hanging_txn_violation,
     mirrored_batch_violation, read_only_violation, stale_producer, transition_violation,
 };
 
@@ -310,4 +311,31 @@ fn failback_converges_rejects_diverged_logs_undeclared_drops_and_a_kept_tail() {
     })
     .unwrap();
     assert_eq!(r.records_dropped, 2);
+}
+
+#[test]
+fn not_ahead_of_source_after_failback_exempts_only_the_old_sources_committed_tail() {
+    // Goal: on an old source failing back, its own tail committed before the failback (left
+    // by PREPARING in the LME's epoch until the first diverging fetch) is not "exposing
+    // uncommitted source data"; anything else above the new source's true HW still is.
+    let a = batch(0, 3, 0, "a"); // mirrored to the new source before the stop
+    let tail = batch(3, 2, 0, "tail"); // the old source's own, committed there
+    let uncommitted = batch(5, 1, 0, "u"); // above the old source's HW at failback start
+    let g = ghost_with(std::slice::from_ref(&a)); // new source's true HW 3
+    let snapshot = [a.clone(), tail.clone(), uncommitted.clone()];
+    let hw_then = Offset(5);
+    let dest = [a.clone(), tail.clone()];
+    let check = |dest: &[RecordBatch], hw: i64, snap: &[RecordBatch]| {
+        exposed_beyond_source_after_failback(&g, SRC, &tp(), dest.iter(), Offset(hw), snap, hw_then)
+    };
+    assert_eq!(check(&dest, 5, &snapshot), None);
+    // Not failing back (no snapshot): the same log is a violation.
+    assert_eq!(check(&dest, 5, &[]).map(|x| x.0), Some(Offset(3)));
+    // The old source's tail it had not committed when the failback started: checked.
+    let dest = [a.clone(), tail.clone(), uncommitted];
+    assert_eq!(check(&dest, 6, &snapshot).map(|x| x.0), Some(Offset(5)));
+    // Something appended since at a tail offset (e.g. a marker, a different batch): checked.
+    let marker = batch(3, 1, 0, "marker");
+    let dest = [a, marker];
+    assert_eq!(check(&dest, 4, &snapshot).map(|x| x.0), Some(Offset(3)));
 }
