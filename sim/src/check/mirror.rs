@@ -178,7 +178,17 @@ impl MirrorChecker {
                 epoch,
                 as_leader,
                 ..
-            } => self.on_appended(node, tp, *base_offset, *epoch, *as_leader, nodes, name),
+            } => {
+                // A leader whose epoch a newer election already superseded (ghost's
+                // SingleLeader record) is a zombie: fenced or cut off from the controller, its
+                // metadata may predate the mirror (it cannot know the topic became read-only,
+                // like any Kafka broker with stale metadata), and its local appends are not the
+                // partition's history: they never commit and are truncated when it learns the
+                // newer epoch (kafka-semantics §1.3; item 8 reads only non-stale leaders). Item
+                // 17 is about appends that land on the partition, i.e. its current leader's.
+                let zombie = *as_leader && superseded_leader_epoch(ghost, cluster, tp, *epoch);
+                self.on_appended(node, tp, *base_offset, *epoch, *as_leader && !zombie, nodes, name)
+            }
             Event::HighWatermarkChanged { tp, high_watermark } => {
                 if self.state(cluster, tp) != Some(S::Mirroring) {
                     return Ok(());
@@ -707,6 +717,22 @@ pub fn exposed_beyond_source_after_failback<'a>(
         .collect();
     let batches = dest_batches.filter(|b| own_tail.get(&b.base_offset()).is_none_or(|o| *o != *b));
     exposed_beyond_source(ghost, source, tp, batches, hw)
+}
+
+/// True when a newer leader epoch than `epoch` was already elected for `tp` on `cluster` (the
+/// ghost's SingleLeader record): an append stamped `epoch` as leader is a zombie's.
+#[must_use]
+pub fn superseded_leader_epoch(
+    ghost: &Ghost,
+    cluster: ClusterIdx,
+    tp: &TopicPartition,
+    epoch: LeaderEpoch,
+) -> bool {
+    ghost
+        .partitions
+        .get(&(cluster, tp.clone()))
+        .and_then(|g| g.leaders.keys().next_back())
+        .is_some_and(|newest| *newest > epoch)
 }
 
 /// `read_only_until_stopped`: a leader append on a partition in mirror state `state` (`None`:

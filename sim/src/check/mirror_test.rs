@@ -4,16 +4,16 @@
 
 use mirror_core::log::producer_state::{AppendOrigin, ProducerStateManager};
 use mirror_core::mirror::{Design, MirrorPartitionState as S};
-use mirror_core::protocol::ClusterIdx;
+use mirror_core::protocol::{ClusterIdx, NodeId};
 use mirror_core::record::{BatchBuilder, ControlRecord, RecordBatch, SimpleRecord};
 use mirror_core::types::{
-    LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TopicPartition,
+    BrokerId, LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TopicPartition,
 };
 
 use super::ghost::Ghost;
 use super::mirror::{
     FailbackInput, epoch_violation, exposed_beyond_source, exposed_beyond_source_after_failback,
-    failback_outcome, hanging_txn_violation,
+    failback_outcome, superseded_leader_epoch, hanging_txn_violation,
     mirrored_batch_violation, read_only_violation, stale_producer, transition_violation,
 };
 
@@ -338,4 +338,23 @@ fn not_ahead_of_source_after_failback_exempts_only_the_old_sources_committed_tai
     let marker = batch(3, 1, 0, "marker");
     let dest = [a, marker];
     assert_eq!(check(&dest, 4, &snapshot).map(|x| x.0), Some(Offset(3)));
+}
+
+#[test]
+fn a_leader_append_stamped_with_a_superseded_epoch_is_a_zombies() {
+    // Goal: read_only_until_stopped judges the partition's current leader; a fenced leader
+    // with stale metadata (it cannot know the topic became a mirror) appending with an epoch
+    // a newer election superseded is a zombie, whose records never commit.
+    let mut g = Ghost::default();
+    assert!(!superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(1)));
+    let p = g.partition(SRC, &tp());
+    p.leaders.insert(LeaderEpoch(1), NodeId::broker(SRC, BrokerId(1)));
+    assert!(!superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(1)));
+    g.partition(SRC, &tp())
+        .leaders
+        .insert(LeaderEpoch(2), NodeId::broker(SRC, BrokerId(5)));
+    assert!(superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(1)));
+    assert!(!superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(2)));
+    // Another cluster's epochs do not count.
+    assert!(!superseded_leader_epoch(&g, ClusterIdx(1), &tp(), LeaderEpoch(1)));
 }
