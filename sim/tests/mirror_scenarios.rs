@@ -1476,3 +1476,25 @@ fn old_source_transaction_markers_are_refused_after_failback() {
     .unwrap();
     assert_eq!(out, None);
 }
+
+#[test]
+fn start_mirror_topics_fails_for_a_topic_the_source_does_not_describe() {
+    // Goal (chaos seeds 89, 154): the harness's start used to drop topics the source's
+    // metadata did not describe (a restarted broker with its image not loaded yet) and send
+    // an empty start, which succeeds and starts nothing; the failback then "succeeded" with
+    // no mirror state on the old source. The start now reports the topic's error.
+    let out = run_seed(89, || async {
+        let w = KafkaWorld::start(spec());
+        w.run_for_ms(3_000).await;
+        assert_eq!(w.create_mirror(DST, "m1", SRC).await, ErrorCode::None);
+        assert_eq!(
+            w.start_mirror_topics(DST, "m1", SRC, &[TOPIC]).await,
+            ErrorCode::UnknownTopicOrPartition
+        );
+        w.run_for_ms(3_000).await;
+        assert_eq!(w.mirror_state(DST, &tp()), None);
+        w.finish()
+    })
+    .unwrap();
+    assert_eq!(out, None);
+}
