@@ -859,8 +859,12 @@ fn read_only_mirror_partition_drops_its_marker() {
     h.now = 300;
     assert_eq!(h.end(T, id, false), ErrorCode::None);
     assert_eq!(h.state(T), TxnState::PrepareAbort);
-    let acts = h.c.on_markers_written(T, &[(tp("a", 0), ErrorCode::ReadOnlyTopic)]);
-    assert!(acts.is_empty(), "no resend to the mirror partition: {acts:?}");
+    let acts =
+        h.c.on_markers_written(T, &[(tp("a", 0), ErrorCode::ReadOnlyTopic)]);
+    assert!(
+        acts.is_empty(),
+        "no resend to the mirror partition: {acts:?}"
+    );
     let acts = h.c.on_markers_written(T, &[(tp("b", 0), ErrorCode::None)]);
     let [TxnAction::Append(a)] = acts.as_slice() else {
         panic!("{acts:?}")

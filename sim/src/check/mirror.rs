@@ -187,7 +187,15 @@ impl MirrorChecker {
                 // newer epoch (kafka-semantics §1.3; item 8 reads only non-stale leaders). Item
                 // 17 is about appends that land on the partition, i.e. its current leader's.
                 let zombie = *as_leader && superseded_leader_epoch(ghost, cluster, tp, *epoch);
-                self.on_appended(node, tp, *base_offset, *epoch, *as_leader && !zombie, nodes, name)
+                self.on_appended(
+                    node,
+                    tp,
+                    *base_offset,
+                    *epoch,
+                    *as_leader && !zombie,
+                    nodes,
+                    name,
+                )
             }
             Event::HighWatermarkChanged { tp, high_watermark } => {
                 if self.state(cluster, tp) != Some(S::Mirroring) {

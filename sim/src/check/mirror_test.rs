@@ -13,8 +13,8 @@ use mirror_core::types::{
 use super::ghost::Ghost;
 use super::mirror::{
     FailbackInput, epoch_violation, exposed_beyond_source, exposed_beyond_source_after_failback,
-    failback_outcome, superseded_leader_epoch, hanging_txn_violation,
-    mirrored_batch_violation, read_only_violation, stale_producer, transition_violation,
+    failback_outcome, hanging_txn_violation, mirrored_batch_violation, read_only_violation,
+    stale_producer, superseded_leader_epoch, transition_violation,
 };
 
 const SRC: ClusterIdx = ClusterIdx(0);
@@ -348,7 +348,8 @@ fn a_leader_append_stamped_with_a_superseded_epoch_is_a_zombies() {
     let mut g = Ghost::default();
     assert!(!superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(1)));
     let p = g.partition(SRC, &tp());
-    p.leaders.insert(LeaderEpoch(1), NodeId::broker(SRC, BrokerId(1)));
+    p.leaders
+        .insert(LeaderEpoch(1), NodeId::broker(SRC, BrokerId(1)));
     assert!(!superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(1)));
     g.partition(SRC, &tp())
         .leaders
@@ -356,5 +357,10 @@ fn a_leader_append_stamped_with_a_superseded_epoch_is_a_zombies() {
     assert!(superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(1)));
     assert!(!superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(2)));
     // Another cluster's epochs do not count.
-    assert!(!superseded_leader_epoch(&g, ClusterIdx(1), &tp(), LeaderEpoch(1)));
+    assert!(!superseded_leader_epoch(
+        &g,
+        ClusterIdx(1),
+        &tp(),
+        LeaderEpoch(1)
+    ));
 }
