@@ -1415,3 +1415,87 @@ fn same_seed_same_mirror_trace_hash_and_different_seeds_differ() {
     assert_eq!(b, faulty_mirror_run(8), "seed 8 replays exactly");
     assert_ne!(a, b, "different seeds, different schedules");
 }
+
+// ------------------------------------------------------------------ failback: old coordinator
+
+#[test]
+fn old_source_transaction_markers_are_refused_after_failback() {
+    // Goal (chaos seeds 3, 33, 106): a transaction begun on the old source while its topic
+    // was writable ends after the failback made the topic a mirror destination again. The
+    // old source's transaction coordinator then sends WriteTxnMarkers into the mirror
+    // partition; a COORDINATOR-origin append while PREPARING/MIRRORING breaks
+    // kafka-semantics §2.3 item 17 (and exposes an offset the new source never committed,
+    // item 12). The broker refuses it with READ_ONLY_TOPIC and the old source's log stays the
+    // new source's.
+    let out = run_seed(33, || async {
+        let w = mirrored_world().await;
+        stop_and_wait(&w).await;
+        // The old source's application keeps a transaction open: 20..23, HW 23.
+        let pid = ProducerId(7_200);
+        let t = BatchBuilder::transactional(pid, ProducerEpoch(0), Sequence(0))
+            .build(&records(3, "late"));
+        assert_eq!(produce_batch(&w, SRC, t).await, (ErrorCode::None, Offset(20)));
+        // Failback.
+        assert_eq!(w.create_mirror(SRC, "back", DST).await, ErrorCode::None);
+        assert_eq!(
+            w.start_mirror_topics(SRC, "back", DST, &[TOPIC]).await,
+            ErrorCode::None
+        );
+        let ok = w
+            .wait_until(60_000, |w| {
+                w.mirror_state(SRC, &tp()) == Some(S::Mirroring)
+                    && leader_log(w, SRC) == leader_log(w, DST)
+            })
+            .await;
+        assert!(ok, "failback converged: {:?}", w.mirror_state(SRC, &tp()));
+        // The old coordinator's COMMIT for that transaction.
+        let leader = w.leader(SRC, &tp()).unwrap();
+        let req = Request::WriteTxnMarkers {
+            markers: vec![mirror_core::protocol::messages::TxnMarker {
+                producer_id: pid,
+                producer_epoch: ProducerEpoch(0),
+                commit: true,
+                coordinator_epoch: 0,
+                partitions: vec![tp()],
+            }],
+        };
+        let resp = request_to(&w, SRC, leader, req).await;
+        assert!(
+            matches!(&resp, Some(Response::PartitionErrors { results }) if results[0].1 == ErrorCode::ReadOnlyTopic),
+            "{resp:?}"
+        );
+        w.run_for_ms(3_000).await;
+        assert_eq!(leader_log(&w, SRC), leader_log(&w, DST));
+        assert!(
+            leader_log(&w, SRC)
+                .iter()
+                .all(|b| b.producer_id() != pid),
+            "neither the old tail nor a marker of the old transaction survives"
+        );
+        w.finish()
+    })
+    .unwrap();
+    assert_eq!(out, None);
+}
+
+#[test]
+fn start_mirror_topics_fails_for_a_topic_the_source_does_not_describe() {
+    // Goal (chaos seeds 89, 154): the harness's start used to drop topics the source's
+    // metadata did not describe (a restarted broker with its image not loaded yet) and send
+    // an empty start, which succeeds and starts nothing; the failback then "succeeded" with
+    // no mirror state on the old source. The start now reports the topic's error.
+    let out = run_seed(89, || async {
+        let w = KafkaWorld::start(spec());
+        w.run_for_ms(3_000).await;
+        assert_eq!(w.create_mirror(DST, "m1", SRC).await, ErrorCode::None);
+        assert_eq!(
+            w.start_mirror_topics(DST, "m1", SRC, &[TOPIC]).await,
+            ErrorCode::UnknownTopicOrPartition
+        );
+        w.run_for_ms(3_000).await;
+        assert_eq!(w.mirror_state(DST, &tp()), None);
+        w.finish()
+    })
+    .unwrap();
+    assert_eq!(out, None);
+}

@@ -921,6 +921,24 @@ impl Broker {
                 BatchBuilder::transactional(m.producer_id, m.producer_epoch, Sequence::NONE)
                     .build_control(rec, now_ms);
             for tp in m.partitions {
+                // KIP-1279 read-only (kafka-semantics §2.3 item 17: no COORDINATOR-origin append
+                // while PREPARING/MIRRORING): a mirror partition that is not STOPPED refuses this
+                // cluster's transaction markers. Model decision for a seed-design gap: Part A
+                // fences client writes at failback but not the old source's transaction
+                // coordinator, whose COMMIT/ABORT for a transaction begun while the topic was
+                // writable (or a timeout abort) would otherwise land in the mirror partition.
+                // The partition's content now follows the source's history, so the coordinator
+                // drops it from the pending markers (`TxnCoordinator::on_markers_written`), as
+                // Kafka does for a deleted topic. Off with the `no_read_only` ablation.
+                if self.is_read_only(&tp) {
+                    waits.push(ProduceWait {
+                        tp,
+                        required_offset: Offset(0),
+                        base_offset: Offset(-1),
+                        error: Some(ErrorCode::ReadOnlyTopic),
+                    });
+                    continue;
+                }
                 match self.append_leader(&tp, &batch, AppendOrigin::Coordinator) {
                     Ok(info) => waits.push(ProduceWait {
                         tp,

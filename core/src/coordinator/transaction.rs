@@ -810,7 +810,8 @@ impl TxnCoordinator {
     ///
     /// Kafka (`TransactionMarkerRequestCompletionHandler`): `NONE` completes the partition;
     /// `INVALID_PRODUCER_EPOCH` / `TRANSACTION_COORDINATOR_FENCED` mean this coordinator is
-    /// stale and stop the sending; any other error retries the partition. When every
+    /// stale and stop the sending; any other error retries the partition. KIP-1279 model
+    /// decision: `READ_ONLY_TOPIC` (a mirror partition not STOPPED) drops the partition. When every
     /// partition completed, the `COMPLETE_*` record is appended.
     pub fn on_markers_written(
         &mut self,
@@ -837,7 +838,11 @@ impl TxnCoordinator {
                 continue;
             }
             match error {
-                ErrorCode::None => {
+                // READ_ONLY_TOPIC: the partition became a mirror destination (KIP-1279
+                // failback); its log now follows the source cluster's history, so this
+                // cluster's marker has no place there. Dropped like Kafka drops the partition
+                // of a deleted topic (or an UNSUPPORTED_FOR_MESSAGE_FORMAT one): not retried.
+                ErrorCode::None | ErrorCode::ReadOnlyTopic => {
                     meta.markers_pending.remove(tp);
                 }
                 ErrorCode::InvalidProducerEpoch | ErrorCode::TransactionCoordinatorFenced => {

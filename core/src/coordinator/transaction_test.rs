@@ -845,3 +845,30 @@ fn replay_rejects_foreign_and_garbage_records() {
     ));
     assert_eq!(c.transactions().count(), 0);
 }
+
+#[test]
+fn read_only_mirror_partition_drops_its_marker() {
+    // Goal: a partition that became a KIP-1279 mirror destination (failback) answers
+    // WriteTxnMarkers with READ_ONLY_TOPIC; the coordinator drops it from the pending markers
+    // (not retried forever) and completes the transaction with the other partitions.
+    let mut h = Harness::new();
+    h.now = 100;
+    let id = h.init(T);
+    h.now = 200;
+    assert_eq!(h.add(T, id, &[tp("a", 0), tp("b", 0)]), ErrorCode::None);
+    h.now = 300;
+    assert_eq!(h.end(T, id, false), ErrorCode::None);
+    assert_eq!(h.state(T), TxnState::PrepareAbort);
+    let acts =
+        h.c.on_markers_written(T, &[(tp("a", 0), ErrorCode::ReadOnlyTopic)]);
+    assert!(
+        acts.is_empty(),
+        "no resend to the mirror partition: {acts:?}"
+    );
+    let acts = h.c.on_markers_written(T, &[(tp("b", 0), ErrorCode::None)]);
+    let [TxnAction::Append(a)] = acts.as_slice() else {
+        panic!("{acts:?}")
+    };
+    h.commit(a.clone());
+    assert_eq!(h.state(T), TxnState::CompleteAbort);
+}

@@ -366,7 +366,9 @@ impl Design {
     }
 
     /// Client Produce, DeleteRecords, DeleteTopics and CreatePartitions on a mirror topic
-    /// whose partition is not STOPPED are refused, unless ablated.
+    /// whose partition is not STOPPED are refused, unless ablated. So are this cluster's
+    /// WriteTxnMarkers (the old source's transaction coordinator after failback; the
+    /// coordinator drops the partition), a model decision the seed design leaves open.
     #[must_use]
     pub fn read_only_enforced(&self) -> bool {
         !self.ablations.no_read_only

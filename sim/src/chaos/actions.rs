@@ -115,14 +115,24 @@ pub(super) async fn apply(
                     _ => return,
                 }
                 let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                let _ = w2.create_mirror(src, "back", dst).await;
-                if w2
-                    .start_mirror_topics(src, "back", dst, &refs)
-                    .await
-                    .is_ok()
-                    && let Ok(mut o) = ops.lock()
-                {
-                    o.failed_back = true;
+                // The operator retries a start that failed (e.g. the new source's metadata is
+                // not available yet after a restart), until the liveness phase.
+                for _ in 0..FAILBACK_ATTEMPTS {
+                    let _ = w2.create_mirror(src, "back", dst).await;
+                    if w2
+                        .start_mirror_topics(src, "back", dst, &refs)
+                        .await
+                        .is_ok()
+                    {
+                        if let Ok(mut o) = ops.lock() {
+                            o.failed_back = true;
+                        }
+                        return;
+                    }
+                    if ops.lock().map_or(true, |o| o.liveness) {
+                        return;
+                    }
+                    madsim::time::sleep(Duration::from_millis(1_000)).await;
                 }
             });
             return;
@@ -262,6 +272,9 @@ fn crash(w: &KafkaWorld, n: NodeId, mode: CrashMode, down_ms: u64) {
         });
     }
 }
+
+/// How many times the failback's create + start is tried.
+const FAILBACK_ATTEMPTS: usize = 5;
 
 /// After a failover: waits until every partition of the destination is STOPPED, then starts
 /// the failover clients there, once, and only during the safety phase.

@@ -41,6 +41,9 @@ struct Failback {
     snapshot: Vec<RecordBatch>,
     /// Its LEO then.
     snapshot_leo: Offset,
+    /// Its HW then: the snapshot's batches below it were the old source's own committed,
+    /// already exposed records.
+    snapshot_hw: Offset,
     /// `ghost.losses.len()` then: declared losses of the failback come after.
     losses_before: usize,
     /// A `MirrorAligned` was seen.
@@ -175,7 +178,25 @@ impl MirrorChecker {
                 epoch,
                 as_leader,
                 ..
-            } => self.on_appended(node, tp, *base_offset, *epoch, *as_leader, nodes, name),
+            } => {
+                // A leader whose epoch a newer election already superseded (ghost's
+                // SingleLeader record) is a zombie: fenced or cut off from the controller, its
+                // metadata may predate the mirror (it cannot know the topic became read-only,
+                // like any Kafka broker with stale metadata), and its local appends are not the
+                // partition's history: they never commit and are truncated when it learns the
+                // newer epoch (kafka-semantics §1.3; item 8 reads only non-stale leaders). Item
+                // 17 is about appends that land on the partition, i.e. its current leader's.
+                let zombie = *as_leader && superseded_leader_epoch(ghost, cluster, tp, *epoch);
+                self.on_appended(
+                    node,
+                    tp,
+                    *base_offset,
+                    *epoch,
+                    *as_leader && !zombie,
+                    nodes,
+                    name,
+                )
+            }
             Event::HighWatermarkChanged { tp, high_watermark } => {
                 if self.state(cluster, tp) != Some(S::Mirroring) {
                     return Ok(());
@@ -236,14 +257,19 @@ impl MirrorChecker {
                 if self.sources.contains(&key) {
                     // This cluster was a source of the partition: a failback starts.
                     let snapshot = with_partition(nodes, node, tp, |p| {
-                        (p.log.batches().cloned().collect(), p.log.log_end_offset())
+                        (
+                            p.log.batches().cloned().collect(),
+                            p.log.log_end_offset(),
+                            p.log.high_watermark(),
+                        )
                     });
-                    if let Some((snapshot, snapshot_leo)) = snapshot {
+                    if let Some((snapshot, snapshot_leo, snapshot_hw)) = snapshot {
                         self.failbacks.insert(
                             key,
                             Failback {
                                 snapshot,
                                 snapshot_leo,
+                                snapshot_hw,
                                 losses_before: ghost.losses.len(),
                                 aligned: false,
                                 mirroring: false,
@@ -424,8 +450,20 @@ impl MirrorChecker {
         let Some(source) = source.filter(|_| is_leader) else {
             return Ok(());
         };
+        let f = self.failbacks.get(&(node.cluster, tp.clone()));
         let r = with_partition(nodes, node, tp, |p| {
-            exposed_beyond_source(ghost, source, tp, p.log.batches(), hw)
+            let (snapshot, snapshot_hw) = f.map_or((&[][..], Offset(0)), |f| {
+                (f.snapshot.as_slice(), f.snapshot_hw)
+            });
+            exposed_beyond_source_after_failback(
+                ghost,
+                source,
+                tp,
+                p.log.batches(),
+                hw,
+                snapshot,
+                snapshot_hw,
+            )
         })
         .flatten();
         match r {
@@ -658,6 +696,53 @@ pub fn exposed_beyond_source<'a>(
     None
 }
 
+/// [`exposed_beyond_source`] on an old source that fails back (`snapshot`: its leader log when
+/// the failback entered PREPARING, `snapshot_hw`: its HW then; empty when not failing back).
+///
+/// Failback (seed design, kip1279 Part B §8.1): PREPARING truncates only from the first local
+/// epoch above the LME, so the old source's own tail written in the LME's epoch after the
+/// mirror's copy stays until the first mirror fetch returns a diverging epoch and truncates it
+/// (a failback truncation below the HW, which kafka-semantics §2.3 item 7 allows). Those
+/// batches were committed by this cluster while it was the source and were readable when the
+/// failback started; they are not source data, and nothing is newly exposed, so keeping them
+/// for that window does not expose uncommitted *source* data (§2.3 item 12 is "over the
+/// mirrored range"). Exempt exactly them: the snapshot's batches below its HW, byte-identical
+/// at the same offset. Anything appended since (a marker, a mirrored batch) or a tail the old
+/// source had not committed when the failback started is still checked.
+pub fn exposed_beyond_source_after_failback<'a>(
+    ghost: &Ghost,
+    source: ClusterIdx,
+    tp: &TopicPartition,
+    dest_batches: impl Iterator<Item = &'a RecordBatch>,
+    hw: Offset,
+    snapshot: &[RecordBatch],
+    snapshot_hw: Offset,
+) -> Option<(Offset, String)> {
+    let own_tail: BTreeMap<Offset, &RecordBatch> = snapshot
+        .iter()
+        .filter(|b| b.last_offset() < snapshot_hw)
+        .map(|b| (b.base_offset(), b))
+        .collect();
+    let batches = dest_batches.filter(|b| own_tail.get(&b.base_offset()).is_none_or(|o| *o != *b));
+    exposed_beyond_source(ghost, source, tp, batches, hw)
+}
+
+/// True when a newer leader epoch than `epoch` was already elected for `tp` on `cluster` (the
+/// ghost's SingleLeader record): an append stamped `epoch` as leader is a zombie's.
+#[must_use]
+pub fn superseded_leader_epoch(
+    ghost: &Ghost,
+    cluster: ClusterIdx,
+    tp: &TopicPartition,
+    epoch: LeaderEpoch,
+) -> bool {
+    ghost
+        .partitions
+        .get(&(cluster, tp.clone()))
+        .and_then(|g| g.leaders.keys().next_back())
+        .is_some_and(|newest| *newest > epoch)
+}
+
 /// `read_only_until_stopped`: a leader append on a partition in mirror state `state` (`None`:
 /// no transition seen yet; `has_run`: the broker treats it as a mirror partition) is allowed
 /// only when STOPPED, or when it is the broker's own control batch.
@@ -674,8 +759,17 @@ pub fn read_only_violation(
     if !read_only {
         return None;
     }
+    // The broker's own control batches only: `MIRROR_PID_RESET` and the stop plan's ABORT
+    // markers (coordinator epoch -1). A transaction coordinator's marker (epoch >= 0) is a
+    // COORDINATOR-origin append, refused by kafka-semantics §2.3 item 17.
     match control {
-        Some(ControlRecord::MirrorPidReset | ControlRecord::EndTxn { commit: false, .. }) => None,
+        Some(
+            ControlRecord::MirrorPidReset
+            | ControlRecord::EndTxn {
+                commit: false,
+                coordinator_epoch: -1,
+            },
+        ) => None,
         _ => Some(format!(
             "leader append while the mirror state is {}{}",
             state.map_or_else(|| "UNKNOWN".to_string(), |s| s.to_string()),

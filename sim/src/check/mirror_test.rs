@@ -4,16 +4,17 @@
 
 use mirror_core::log::producer_state::{AppendOrigin, ProducerStateManager};
 use mirror_core::mirror::{Design, MirrorPartitionState as S};
-use mirror_core::protocol::ClusterIdx;
+use mirror_core::protocol::{ClusterIdx, NodeId};
 use mirror_core::record::{BatchBuilder, ControlRecord, RecordBatch, SimpleRecord};
 use mirror_core::types::{
-    LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TopicPartition,
+    BrokerId, LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TopicPartition,
 };
 
 use super::ghost::Ghost;
 use super::mirror::{
-    FailbackInput, epoch_violation, exposed_beyond_source, failback_outcome, hanging_txn_violation,
-    mirrored_batch_violation, read_only_violation, stale_producer, transition_violation,
+    FailbackInput, epoch_violation, exposed_beyond_source, exposed_beyond_source_after_failback,
+    failback_outcome, hanging_txn_violation, mirrored_batch_violation, read_only_violation,
+    stale_producer, superseded_leader_epoch, transition_violation,
 };
 
 const SRC: ClusterIdx = ClusterIdx(0);
@@ -148,6 +149,8 @@ fn read_only_rejects_client_data_before_stopped_but_not_the_brokers_control_batc
             read_only_violation(Some(s), true, Some(ControlRecord::abort(-1))),
             None
         );
+        // A transaction coordinator's ABORT (coordinator epoch >= 0) is not the broker's.
+        assert!(read_only_violation(Some(s), true, Some(ControlRecord::abort(0))).is_some());
         // A COMMIT marker is a client transaction's: refused.
         assert!(read_only_violation(Some(s), true, Some(ControlRecord::commit(0))).is_some());
     }
@@ -308,4 +311,56 @@ fn failback_converges_rejects_diverged_logs_undeclared_drops_and_a_kept_tail() {
     })
     .unwrap();
     assert_eq!(r.records_dropped, 2);
+}
+
+#[test]
+fn not_ahead_of_source_after_failback_exempts_only_the_old_sources_committed_tail() {
+    // Goal: on an old source failing back, its own tail committed before the failback (left
+    // by PREPARING in the LME's epoch until the first diverging fetch) is not "exposing
+    // uncommitted source data"; anything else above the new source's true HW still is.
+    let a = batch(0, 3, 0, "a"); // mirrored to the new source before the stop
+    let tail = batch(3, 2, 0, "tail"); // the old source's own, committed there
+    let uncommitted = batch(5, 1, 0, "u"); // above the old source's HW at failback start
+    let g = ghost_with(std::slice::from_ref(&a)); // new source's true HW 3
+    let snapshot = [a.clone(), tail.clone(), uncommitted.clone()];
+    let hw_then = Offset(5);
+    let dest = [a.clone(), tail.clone()];
+    let check = |dest: &[RecordBatch], hw: i64, snap: &[RecordBatch]| {
+        exposed_beyond_source_after_failback(&g, SRC, &tp(), dest.iter(), Offset(hw), snap, hw_then)
+    };
+    assert_eq!(check(&dest, 5, &snapshot), None);
+    // Not failing back (no snapshot): the same log is a violation.
+    assert_eq!(check(&dest, 5, &[]).map(|x| x.0), Some(Offset(3)));
+    // The old source's tail it had not committed when the failback started: checked.
+    let dest = [a.clone(), tail.clone(), uncommitted];
+    assert_eq!(check(&dest, 6, &snapshot).map(|x| x.0), Some(Offset(5)));
+    // Something appended since at a tail offset (e.g. a marker, a different batch): checked.
+    let marker = batch(3, 1, 0, "marker");
+    let dest = [a, marker];
+    assert_eq!(check(&dest, 4, &snapshot).map(|x| x.0), Some(Offset(3)));
+}
+
+#[test]
+fn a_leader_append_stamped_with_a_superseded_epoch_is_a_zombies() {
+    // Goal: read_only_until_stopped judges the partition's current leader; a fenced leader
+    // with stale metadata (it cannot know the topic became a mirror) appending with an epoch
+    // a newer election superseded is a zombie, whose records never commit.
+    let mut g = Ghost::default();
+    assert!(!superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(1)));
+    let p = g.partition(SRC, &tp());
+    p.leaders
+        .insert(LeaderEpoch(1), NodeId::broker(SRC, BrokerId(1)));
+    assert!(!superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(1)));
+    g.partition(SRC, &tp())
+        .leaders
+        .insert(LeaderEpoch(2), NodeId::broker(SRC, BrokerId(5)));
+    assert!(superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(1)));
+    assert!(!superseded_leader_epoch(&g, SRC, &tp(), LeaderEpoch(2)));
+    // Another cluster's epochs do not count.
+    assert!(!superseded_leader_epoch(
+        &g,
+        ClusterIdx(1),
+        &tp(),
+        LeaderEpoch(1)
+    ));
 }

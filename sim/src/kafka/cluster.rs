@@ -555,6 +555,18 @@ impl KafkaWorld {
         let Some(Response::Metadata { topics: meta, .. }) = self.admin(source, req).await else {
             return ErrorCode::RequestTimedOut;
         };
+        // A topic the source's metadata does not describe (e.g. a restarted broker whose
+        // image is not loaded yet answers UNKNOWN_TOPIC_OR_PARTITION) fails the start: an
+        // empty or partial request would succeed without starting that topic.
+        if let Some(t) = topics
+            .iter()
+            .find(|t| !meta.iter().any(|m| m.name == **t && m.error.is_ok()))
+        {
+            return meta
+                .iter()
+                .find(|m| m.name == *t)
+                .map_or(ErrorCode::UnknownTopicOrPartition, |m| m.error);
+        }
         let topics = meta
             .into_iter()
             .filter(|t| t.error.is_ok())
@@ -569,7 +581,15 @@ impl KafkaWorld {
             topics,
             state_validation_offset: None,
         };
-        mirror_error(self.admin(destination, req).await)
+        // Per-topic errors count too: a start that starts nothing is not a success.
+        match self.admin(destination, req).await {
+            Some(Response::MirrorAdmin { error, topics, .. }) if error.is_ok() => topics
+                .iter()
+                .map(|t| t.error)
+                .find(|e| !e.is_ok())
+                .unwrap_or(ErrorCode::None),
+            r => mirror_error(r),
+        }
     }
 
     /// KIP-1279: stops mirroring (failover).
