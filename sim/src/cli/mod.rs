@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod compare;
 pub mod dump;
+pub mod known;
 pub mod report;
 pub mod scenarios;
 pub mod seeds;
@@ -57,6 +58,10 @@ pub enum Command {
         /// KIP-1279 design of both clusters (`seed`, `latest`, `seed-no-pid-reset`, ...).
         #[arg(long)]
         design: Option<String>,
+        /// A baseline of known findings (`SEED VERDICT` lines): the sweep then fails on any
+        /// difference from it instead of on any failure.
+        #[arg(long, value_name = "FILE")]
+        known: Option<PathBuf>,
     },
     /// Replay a seed or a capsule (JSON) and print its trace.
     Replay {
@@ -262,10 +267,13 @@ pub fn run(cli: Cli) -> i32 {
             check_determinism,
             out,
             design,
+            known,
         }) => options(ablation.as_deref()).and_then(|mut o| {
             o.mirror = mirror;
             o.design = validate_design(design)?;
+            let known = known.as_deref().map(known::load).transpose()?;
             chaos(
+                known.as_ref(),
                 &seeds,
                 shard.as_deref(),
                 json,
@@ -395,7 +403,9 @@ pub(crate) fn write_capsule(out: &std::path::Path, o: &ChaosOutcome) -> Option<P
     Some(path)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn chaos(
+    known: Option<&known::Known>,
     seeds: &str,
     shard: Option<&str>,
     json: bool,
@@ -453,14 +463,35 @@ fn chaos(
     if !json {
         summary.print(start.elapsed().as_secs_f64(), check_determinism);
     }
+    let findings_ok = match known {
+        None => summary.failed().is_empty(),
+        Some(k) => {
+            let failed: std::collections::BTreeMap<u64, String> = summary
+                .by_verdict
+                .iter()
+                .filter(|(v, _)| v.as_str() != "pass")
+                .flat_map(|(v, seeds)| seeds.iter().map(move |s| (*s, v.clone())))
+                .collect();
+            let diffs = known::differences(k, &list, &failed);
+            if !json {
+                println!(
+                    "baseline         {} known findings in range, {} differences",
+                    list.iter().filter(|s| k.contains_key(s)).count(),
+                    diffs.len()
+                );
+                for d in &diffs {
+                    println!("  {d}");
+                }
+            }
+            diffs.is_empty()
+        }
+    };
     let _ = std::io::stdout().flush();
-    Ok(
-        if summary.failed().is_empty() && summary.nondeterministic.is_empty() {
-            0
-        } else {
-            1
-        },
-    )
+    Ok(if findings_ok && summary.nondeterministic.is_empty() {
+        0
+    } else {
+        1
+    })
 }
 
 pub(crate) fn describe_failure(

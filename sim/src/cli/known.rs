@@ -1,0 +1,88 @@
+//! `chaos --known FILE`: a baseline of known findings (one `SEED VERDICT` per line, `#`
+//! comments), so a sweep of a design with open findings still gates CI: it fails on any new
+//! or changed verdict, and on a known finding that no longer reproduces (fixed: remove it from
+//! the baseline). Every other seed must pass.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::CliError;
+
+/// Known verdicts by seed.
+pub type Known = BTreeMap<u64, String>;
+
+/// Reads a baseline file; a malformed line is a one-line error naming the file and line.
+pub fn load(path: &Path) -> Result<Known, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::BadArgument(format!("{}: cannot read: {e}", path.display())))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Parses baseline text.
+pub fn parse(text: &str, file: &str) -> Result<Known, CliError> {
+    let mut known = Known::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |why: &str| CliError::BadArgument(format!("{file}:{}: {why}: `{raw}`", i + 1));
+        let mut parts = line.split_whitespace();
+        let (Some(seed), Some(verdict), None) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad("expected `SEED VERDICT`"));
+        };
+        let seed: u64 = seed.parse().map_err(|_| bad("bad seed"))?;
+        if verdict == "pass" {
+            return Err(bad("a baseline lists failures only"));
+        }
+        if known.insert(seed, verdict.to_string()).is_some() {
+            return Err(bad("seed listed twice"));
+        }
+    }
+    Ok(known)
+}
+
+/// Differences between a sweep's failures (seed → verdict) and the baseline, restricted to
+/// the seeds that ran; empty when they match exactly.
+#[must_use]
+pub fn differences(known: &Known, ran: &[u64], failed: &BTreeMap<u64, String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for seed in ran {
+        match (known.get(seed), failed.get(seed)) {
+            (None, Some(v)) => out.push(format!("seed {seed}: new failure {v}")),
+            (Some(k), None) => out.push(format!(
+                "seed {seed}: known {k} no longer reproduces (fixed? remove it from the baseline)"
+            )),
+            (Some(k), Some(v)) if k != v => {
+                out.push(format!("seed {seed}: known {k}, now {v}"));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn baselines_parse_and_compare() {
+        let k = parse("# findings\n3 violation:x\n 5 liveness # why\n", "k").unwrap();
+        assert_eq!(k.len(), 2);
+        let failed: BTreeMap<u64, String> =
+            [(3, "violation:x".to_string()), (7, "crash".to_string())].into();
+        let d = differences(&k, &[3, 5, 7, 9], &failed);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].contains("seed 5") && d[1].contains("seed 7"));
+        assert!(differences(&k, &[3], &failed).is_empty());
+    }
+
+    #[test]
+    fn malformed_baselines_name_the_line() {
+        for bad in ["x liveness", "3", "3 pass", "3 a\n3 b", "3 a b"] {
+            let e = parse(bad, "k.txt").unwrap_err().to_string();
+            assert!(e.starts_with("k.txt:"), "{e}");
+        }
+    }
+}
