@@ -1429,7 +1429,10 @@ fn failback_when_the_old_source_changed_leader_after_its_last_write() {
         assert_eq!(cache[0], (0, 0));
         assert_eq!(cache[1], (dst_stop_epoch, 20));
         assert!(!trace_with(&w, "aligned lme=0 leo=24").is_empty());
-        assert!(!trace_with(&w, "truncate→20").is_empty(), "divergence cut 20..24");
+        assert!(
+            !trace_with(&w, "truncate→20").is_empty(),
+            "divergence cut 20..24"
+        );
         w.finish()
     })
     .unwrap();

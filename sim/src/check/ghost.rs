@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use mirror_core::protocol::{ClusterIdx, NodeId};
 use mirror_core::record::RecordBatch;
-use mirror_core::types::{TopicId, LeaderEpoch, Offset, TopicPartition};
+use mirror_core::types::{LeaderEpoch, Offset, TopicId, TopicPartition};
 
 /// A partition of one cluster.
 pub type PartitionKey = (ClusterIdx, TopicPartition);
@@ -139,7 +139,12 @@ impl Ghost {
     /// recorded means the topic was deleted and re-created under the same name: its committed
     /// history and acknowledged writes went with the old topic, so they are forgotten. Returns
     /// true when that happened.
-    pub fn track_topic_id(&mut self, cluster: ClusterIdx, tp: &TopicPartition, id: TopicId) -> bool {
+    pub fn track_topic_id(
+        &mut self,
+        cluster: ClusterIdx,
+        tp: &TopicPartition,
+        id: TopicId,
+    ) -> bool {
         let g = self.partition(cluster, tp);
         match g.topic_id {
             Some(old) if old != id => {
@@ -147,7 +152,8 @@ impl Ghost {
                     topic_id: Some(id),
                     ..GhostPartition::default()
                 };
-                self.acked.retain(|w| !(w.cluster == cluster && w.tp == *tp));
+                self.acked
+                    .retain(|w| !(w.cluster == cluster && w.tp == *tp));
                 true
             }
             _ => {
