@@ -1379,6 +1379,67 @@ fn failback_after_writes_on_both_sides_and_a_source_leader_change() {
     assert_eq!(out, None);
 }
 
+/// The old source's leader changes after its last write, so its epoch cache ends in an
+/// empty `(1, LEO)` entry (become leader). The first epoch above LME 0 then starts at the
+/// LEO: PREPARING must still `truncateTo(LEO)`, which trims that entry (Kafka
+/// `UnifiedLog.truncateTo` with target >= LEO), so the failback fetch carries
+/// `LastFetchedEpoch` 0 and the divergence path cuts the epoch-0 tail 20..24. Before the fix
+/// the fetch carried epoch 1, unknown to the destination (OFFSET_OUT_OF_RANGE forever), and
+/// the failback never converged (mirror chaos seed 12).
+#[test]
+fn failback_when_the_old_source_changed_leader_after_its_last_write() {
+    let out = run_seed(112, || async {
+        let w = mirrored_world().await;
+        stop_and_wait(&w).await;
+        let dst_stop_epoch = rows(&leader_log(&w, DST))[5].2;
+        produce_ok(&w, DST, 21, 2, 4).await;
+        // The old source keeps a tail 20..24 in epoch 0, then changes leader (epoch 1, no
+        // record in it).
+        produce_ok(&w, SRC, 20, 1, 4).await;
+        let old = w.leader(SRC, &tp()).unwrap();
+        w.world
+            .crash(NodeId::broker(SRC, old), CrashPolicy::KeepAll);
+        let moved = w
+            .wait_until(30_000, |w| w.leader(SRC, &tp()).is_some_and(|l| l != old))
+            .await;
+        assert!(moved);
+        w.world.restart(NodeId::broker(SRC, old));
+        assert_eq!(rows(&leader_log(&w, SRC)), data_rows(0, 6, 4, 0));
+        assert_eq!(epoch_cache(&w, SRC), vec![(0, 0), (1, 24)]);
+        assert_eq!(w.create_mirror(SRC, "back", DST).await, ErrorCode::None);
+        assert_eq!(
+            w.start_mirror_topics(SRC, "back", DST, &[TOPIC]).await,
+            ErrorCode::None
+        );
+        let ok = w
+            .wait_until(90_000, |w| {
+                w.mirror_state(SRC, &tp()) == Some(S::Mirroring) && converged(w)
+            })
+            .await;
+        assert!(
+            ok,
+            "src {:?} dst {:?}",
+            rows(&leader_log(&w, SRC)),
+            rows(&leader_log(&w, DST))
+        );
+        let mut expect = data_rows(0, 5, 4, 0);
+        expect.push((20, 20, dst_stop_epoch, Kind::PidReset));
+        expect.extend(data_rows(21, 2, 4, rows(&leader_log(&w, DST))[6].2));
+        assert_eq!(rows(&leader_log(&w, SRC)), expect);
+        let cache = epoch_cache(&w, SRC);
+        assert_eq!(cache[0], (0, 0));
+        assert_eq!(cache[1], (dst_stop_epoch, 20));
+        assert!(!trace_with(&w, "aligned lme=0 leo=24").is_empty());
+        assert!(
+            !trace_with(&w, "truncate→20").is_empty(),
+            "divergence cut 20..24"
+        );
+        w.finish()
+    })
+    .unwrap();
+    assert_eq!(out, None);
+}
+
 // ------------------------------------------------------------------ 10. determinism
 
 fn faulty_mirror_run(seed: u64) -> String {

@@ -94,6 +94,32 @@ impl Broker {
             .insert(tp.partition, (epoch, store));
     }
 
+    /// The store of `__mirror_state` partition `sp` as of its HW, rebuilt from the committed
+    /// records, when the log holds records above the HW; `None` when all are committed (the
+    /// live store is then the committed one).
+    fn committed_mirror_store(&self, sp: i32) -> Option<MirrorStateStore> {
+        let p = self
+            .partitions
+            .get(&TopicPartition::new(MIRROR_STATE_TOPIC, sp))?;
+        let hw = p.log.high_watermark();
+        if hw >= p.log.log_end_offset() {
+            return None;
+        }
+        let mut store = MirrorStateStore::new(self.mirror_design());
+        for b in p
+            .log
+            .batches()
+            .filter(|b| !b.is_control_batch() && b.last_offset() < hw)
+        {
+            for r in b.records() {
+                if let Some(k) = r.key {
+                    let _ = store.replay(&k, r.value.as_deref());
+                }
+            }
+        }
+        Some(store)
+    }
+
     pub(super) fn handle_read_mirror_states(
         &mut self,
         mirror_name: &str,
@@ -118,7 +144,16 @@ impl Broker {
                     parts.push(state_data(p, ErrorCode::NotCoordinator, None));
                     continue;
                 };
-                parts.push(state_data(p, ErrorCode::None, store.read(&key)));
+                // Reads see only committed state (Kafka CoordinatorRuntime: read operations
+                // run against the last committed offset). The live store already holds writes
+                // whose records are not replicated yet; answering from it let a leader take a
+                // transition a later coordinator never saw as its own (mirror chaos seed 102:
+                // PAUSED→MIRRORING reported twice with state epoch 5).
+                let read = match self.committed_mirror_store(sp) {
+                    Some(committed) => committed.read(&key),
+                    None => store.read(&key),
+                };
+                parts.push(state_data(p, ErrorCode::None, read));
             }
             out.push(ReadMirrorStatesTopicResult {
                 name: t.name,

@@ -353,9 +353,26 @@ impl MirrorChecker {
         let Some(barrier) = self.pid_barrier(&key) else {
             return Ok(());
         };
+        let reset_seen = self.pid_reset.contains_key(&key);
         let stale = with_partition(nodes, node, tp, |p| {
             // A replica that has not reached the barrier yet still holds mirrored producers.
             if p.log.log_end_offset() <= barrier {
+                return None;
+            }
+            // A follower may hold a suffix past the barrier that is not the leader's: mirrored
+            // batches the stop cut (LSO truncation) that it appended from a fetch answered
+            // before the cut (seen when it was paused across the stop, mirror chaos seed 5).
+            // Kafka lets a replica's log above its HW diverge until its next fetch finds the
+            // diverging epoch and truncates it (kafka-semantics §1.3, §2.3 invariant 3 only
+            // constrains logs below the HW). Such a replica has not fetched the
+            // MIRROR_PID_RESET yet, so its producer state is not owed the reset: the barrier
+            // is reached only once the reset batch itself is in its log. With an HW past the
+            // barrier it must hold the leader's reset (log matching), so it is checked.
+            if reset_seen
+                && p.log.high_watermark() <= barrier
+                && batch_at(p, barrier).and_then(|b| b.control_record())
+                    != Some(ControlRecord::MirrorPidReset)
+            {
                 return None;
             }
             stale_producer(p.log.producer_state(), barrier, at_stop)
