@@ -86,20 +86,22 @@ pub struct ChaosOptions {
 /// Runs one seed on a fresh thread and runtime.
 #[must_use]
 pub fn run_chaos_seed(seed: u64, opts: &ChaosOptions) -> ChaosOutcome {
-    let mut plan = if opts.mirror {
+    let plan = if opts.mirror {
         ChaosPlan::mirror(seed)
     } else {
         ChaosPlan::single_cluster(seed)
     };
-    if let Some(d) = &opts.design {
-        plan.design.clone_from(d);
-    }
     run_plan(plan, opts)
 }
 
 /// Runs a plan (a capsule replays through here).
 #[must_use]
-pub fn run_plan(plan: ChaosPlan, opts: &ChaosOptions) -> ChaosOutcome {
+pub fn run_plan(mut plan: ChaosPlan, opts: &ChaosOptions) -> ChaosOutcome {
+    // `--design` replaces the plan's design (seeds and capsules alike); the outcome's plan
+    // records the design that ran.
+    if let Some(d) = &opts.design {
+        plan.design.clone_from(d);
+    }
     let seed = plan.seed;
     let p2 = plan.clone();
     let opts = opts.clone();

@@ -116,6 +116,9 @@ const fn minus_one() -> i16 {
 const fn default_timeout() -> u64 {
     60_000
 }
+const fn long_session() -> i64 {
+    600_000
+}
 
 /// One step. `do` names the kind; every step may carry `at_ms` (do not start before this
 /// simulated time, counted from the scenario's start) and a `note` printed in the trace.
@@ -454,6 +457,88 @@ pub enum StepKind {
         topic: String,
         #[serde(default)]
         partition: i32,
+    },
+    /// OffsetCommit through the group's coordinator (FindCoordinator first).
+    CommitOffset {
+        cluster: String,
+        group: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        offset: i64,
+        /// A member id: the group counts as active on this cluster (the mirror's offset sync
+        /// skips active groups).
+        #[serde(default)]
+        member: Option<String>,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// GroupHeartbeat: `member` joins (or stays in) `group`, which is then active on this
+    /// cluster for `session_timeout_ms`.
+    JoinGroup {
+        cluster: String,
+        group: String,
+        member: String,
+        #[serde(default = "long_session")]
+        session_timeout_ms: i64,
+    },
+    /// The group's committed offset at its coordinator now (`offset` absent: none committed).
+    ExpectCommittedOffset {
+        cluster: String,
+        group: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        #[serde(default)]
+        offset: Option<i64>,
+    },
+    /// Waits until the group's committed offset is `offset`.
+    WaitCommittedOffset {
+        cluster: String,
+        group: String,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        offset: i64,
+        #[serde(default = "default_timeout")]
+        timeout_ms: u64,
+    },
+    /// A topic config at the controller now (`value` absent: the key is unset).
+    ExpectTopicConfig {
+        cluster: String,
+        topic: String,
+        key: String,
+        #[serde(default)]
+        value: Option<String>,
+    },
+    /// Waits until a topic config at the controller is `value` (absent: unset).
+    WaitTopicConfig {
+        cluster: String,
+        topic: String,
+        key: String,
+        #[serde(default)]
+        value: Option<String>,
+        #[serde(default = "default_timeout")]
+        timeout_ms: u64,
+    },
+    /// CreateAcls with one ACL, written `"TOPIC:LITERAL:orders User:alice READ ALLOW"`
+    /// (`<type>:<LITERAL|PREFIXED>:<name> <principal> <operation> <ALLOW|DENY>`, host `*`).
+    CreateAcl {
+        cluster: String,
+        acl: String,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// DeleteAcls with a filter matching exactly this ACL.
+    DeleteAcl { cluster: String, acl: String },
+    /// The cluster's TOPIC ACLs at the controller now, in any order.
+    ExpectAcls { cluster: String, acls: Vec<String> },
+    /// Waits until the cluster's TOPIC ACLs are exactly `acls`.
+    WaitAcls {
+        cluster: String,
+        acls: Vec<String>,
+        #[serde(default = "default_timeout")]
+        timeout_ms: u64,
     },
     /// The data-loss events the checker was told about on `cluster` (unclean elections,
     /// mirror truncations, failback truncations), as `"<cause>@<from_offset>"`, in order.
@@ -962,6 +1047,44 @@ impl Scenario {
                 Some(c) => cluster("cluster", c).map(|_| ()),
                 None => Ok(()),
             },
+            K::CommitOffset {
+                cluster: c,
+                expect: e,
+                ..
+            } => {
+                cluster("cluster", c)?;
+                expect(e)
+            }
+            K::JoinGroup { cluster: c, .. }
+            | K::ExpectCommittedOffset { cluster: c, .. }
+            | K::WaitCommittedOffset { cluster: c, .. }
+            | K::ExpectTopicConfig { cluster: c, .. }
+            | K::WaitTopicConfig { cluster: c, .. } => cluster("cluster", c).map(|_| ()),
+            K::CreateAcl {
+                cluster: c,
+                acl,
+                expect: e,
+            } => {
+                cluster("cluster", c)?;
+                parse_acl(acl).map_err(|m| ("acl".to_string(), m))?;
+                expect(e)
+            }
+            K::DeleteAcl { cluster: c, acl } => {
+                cluster("cluster", c)?;
+                parse_acl(acl)
+                    .map(|_| ())
+                    .map_err(|m| ("acl".to_string(), m))
+            }
+            K::ExpectAcls { cluster: c, acls }
+            | K::WaitAcls {
+                cluster: c, acls, ..
+            } => {
+                cluster("cluster", c)?;
+                for (i, a) in acls.iter().enumerate() {
+                    parse_acl(a).map_err(|m| (format!("acls[{i}]"), m))?;
+                }
+                Ok(())
+            }
             K::StopProducers | K::Heal { .. } | K::HealAll | K::Sleep { .. } => Ok(()),
         }
     }
@@ -1084,4 +1207,38 @@ pub fn render_batch(base: i64, last: i64, epoch: i32, kind: BatchKind) -> String
     } else {
         format!("{base}-{last}@{epoch} {}", kind.name())
     }
+}
+
+/// Parses `"<type>:<LITERAL|PREFIXED>:<name> <principal> <operation> <ALLOW|DENY>"` (host `*`).
+pub fn parse_acl(s: &str) -> Result<mirror_core::protocol::acl::AclBinding, String> {
+    use mirror_core::protocol::acl::{
+        AclBinding, AclOperation, AclPermissionType, AclResourceType, PatternType,
+    };
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    let [resource, principal, op, perm] = parts.as_slice() else {
+        return Err(format!(
+            "`{s}`: expected \"<type>:<LITERAL|PREFIXED>:<name> <principal> <operation> <ALLOW|DENY>\""
+        ));
+    };
+    let mut r = resource.splitn(3, ':');
+    let (Some(t), Some(pt), Some(name)) = (r.next(), r.next(), r.next()) else {
+        return Err(format!(
+            "`{resource}`: expected <type>:<LITERAL|PREFIXED>:<name>"
+        ));
+    };
+    let t = AclResourceType::parse(t).ok_or_else(|| format!("unknown resource type `{t}`"))?;
+    let pt = match pt.to_ascii_uppercase().as_str() {
+        "LITERAL" => PatternType::Literal,
+        "PREFIXED" => PatternType::Prefixed,
+        _ => return Err(format!("unknown pattern type `{pt}` (LITERAL or PREFIXED)")),
+    };
+    let op = AclOperation::parse(op).ok_or_else(|| format!("unknown operation `{op}`"))?;
+    let perm =
+        AclPermissionType::parse(perm).ok_or_else(|| format!("unknown permission `{perm}`"))?;
+    if !principal.contains(':') {
+        return Err(format!(
+            "principal `{principal}`: expected <type>:<name> like User:alice"
+        ));
+    }
+    Ok(AclBinding::new(t, name, pt, principal, op, perm))
 }

@@ -196,3 +196,65 @@ pub fn divergence(w: &KafkaWorld, a: ClusterIdx, b: ClusterIdx, topic: &str) -> 
     }
     None
 }
+
+/// A group's committed offset as its coordinator holds it.
+#[must_use]
+pub fn committed(w: &KafkaWorld, c: ClusterIdx, group: &str, tp: &TopicPartition) -> Option<i64> {
+    use mirror_core::broker::coordinator_runtime::{
+        CONSUMER_OFFSETS_TOPIC, COORDINATOR_TOPIC_PARTITIONS,
+    };
+    let p = mirror_core::coordinator::coordinator_partition(group, COORDINATOR_TOPIC_PARTITIONS);
+    let leader = w.leader(c, &TopicPartition::new(CONSUMER_OFFSETS_TOPIC, p))?;
+    w.with_broker(c, leader, |b| {
+        b.coordinators()
+            .group_coordinator(p)
+            .and_then(|g| g.committed(group, tp))
+            .map(|x| x.offset.0)
+    })
+    .flatten()
+}
+
+/// A topic config at the cluster's controller.
+#[must_use]
+pub fn topic_config(w: &KafkaWorld, c: ClusterIdx, topic: &str, key: &str) -> Option<String> {
+    let arc = w.world.node_state(NodeId::controller(c));
+    let g = lock(&arc);
+    g.as_controller()?
+        .image()
+        .topic_config(topic, key)
+        .map(str::to_string)
+}
+
+/// An ACL in the scenario syntax (`TOPIC:LITERAL:orders User:alice READ ALLOW`).
+#[must_use]
+pub fn acl_text(b: &mirror_core::protocol::acl::AclBinding) -> String {
+    use mirror_core::protocol::acl::{AclPermissionType, PatternType};
+    format!(
+        "{}:{}:{} {} {} {}",
+        b.pattern.resource_type.name(),
+        match b.pattern.pattern_type {
+            PatternType::Literal => "LITERAL",
+            PatternType::Prefixed => "PREFIXED",
+        },
+        b.pattern.name,
+        b.entry.principal,
+        b.entry.operation.name(),
+        match b.entry.permission_type {
+            AclPermissionType::Allow => "ALLOW",
+            AclPermissionType::Deny => "DENY",
+        }
+    )
+}
+
+/// The cluster's TOPIC ACLs at the controller, in the scenario syntax, sorted.
+#[must_use]
+pub fn topic_acls(w: &KafkaWorld, c: ClusterIdx) -> Vec<String> {
+    let mut v: Vec<String> = w
+        .controller_acls(c)
+        .iter()
+        .filter(|b| b.pattern.resource_type == mirror_core::protocol::acl::AclResourceType::Topic)
+        .map(acl_text)
+        .collect();
+    v.sort();
+    v
+}

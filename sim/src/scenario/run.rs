@@ -332,6 +332,16 @@ fn kind_name(k: &StepKind) -> &'static str {
         K::ExpectLog { .. } => "expect_log",
         K::ExpectLogsEqual { .. } => "expect_logs_equal",
         K::ExpectLosses { .. } => "expect_losses",
+        K::CommitOffset { .. } => "commit_offset",
+        K::JoinGroup { .. } => "join_group",
+        K::ExpectCommittedOffset { .. } => "expect_committed_offset",
+        K::WaitCommittedOffset { .. } => "wait_committed_offset",
+        K::ExpectTopicConfig { .. } => "expect_topic_config",
+        K::WaitTopicConfig { .. } => "wait_topic_config",
+        K::CreateAcl { .. } => "create_acl",
+        K::DeleteAcl { .. } => "delete_acl",
+        K::ExpectAcls { .. } => "expect_acls",
+        K::WaitAcls { .. } => "wait_acls",
     }
 }
 
@@ -363,7 +373,44 @@ fn records(n: i32, tag: &str) -> Vec<SimpleRecord> {
         .collect()
 }
 
+/// ACLs in the scenario syntax, sorted (validated at parse time).
+fn normalize_acls(acls: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = acls
+        .iter()
+        .filter_map(|a| super::format::parse_acl(a).ok())
+        .map(|b| inspect::acl_text(&b))
+        .collect();
+    v.sort();
+    v
+}
+
 impl Ctx<'_> {
+    /// A group request sent to the group's coordinator (FindCoordinator first, retried while
+    /// the coordinator topic is being created or moves).
+    async fn group_request(&self, c: ClusterIdx, group: &str, req: Request) -> Option<Response> {
+        for _ in 0..20 {
+            let find = Request::FindCoordinator {
+                key: group.into(),
+                kind: mirror_core::protocol::messages::CoordinatorKind::Group,
+            };
+            if let Some(Response::FindCoordinator {
+                error: ErrorCode::None,
+                node: Some(n),
+            }) = self.w.admin(c, find).await
+            {
+                match self.request_to(c, n, req.clone()).await {
+                    Some(Response::Error {
+                        error: ErrorCode::NotCoordinator | ErrorCode::CoordinatorLoadInProgress,
+                    })
+                    | None => {}
+                    r => return r,
+                }
+            }
+            self.w.run_for_ms(500).await;
+        }
+        None
+    }
+
     fn cluster(&self, name: &str) -> ClusterIdx {
         // Validation checked every cluster name.
         ClusterIdx(u16::try_from(self.sc.cluster_index(name).unwrap_or(0)).unwrap_or(0))
@@ -1200,6 +1247,162 @@ impl Ctx<'_> {
                             .collect::<Vec<_>>()
                     ))
                 }
+            }
+            K::CommitOffset {
+                cluster,
+                group,
+                topic,
+                partition,
+                offset,
+                member,
+                expect,
+            } => {
+                let c = self.cluster(cluster);
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let req = Request::OffsetCommit {
+                    group_id: group.clone(),
+                    member_id: member.clone(),
+                    offsets: vec![(tp.clone(), Offset(*offset), None)],
+                };
+                let e = match self.group_request(c, group, req).await {
+                    Some(Response::PartitionErrors { results }) => results
+                        .first()
+                        .map_or(ErrorCode::UnknownServerError, |r| r.1),
+                    Some(Response::Error { error }) => error,
+                    _ => ErrorCode::RequestTimedOut,
+                };
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{cluster} {group} {tp}={offset}: {e}"))
+            }
+            K::JoinGroup {
+                cluster,
+                group,
+                member,
+                session_timeout_ms,
+            } => {
+                let req = Request::GroupHeartbeat {
+                    group_id: group.clone(),
+                    member_id: member.clone(),
+                    session_timeout_ms: *session_timeout_ms,
+                };
+                let e = match self.group_request(self.cluster(cluster), group, req).await {
+                    Some(Response::Error { error }) => error,
+                    Some(_) => ErrorCode::UnknownServerError,
+                    None => ErrorCode::RequestTimedOut,
+                };
+                check_error(e, None)?;
+                Ok(format!("{cluster} {group} member {member}: {e}"))
+            }
+            K::ExpectCommittedOffset {
+                cluster,
+                group,
+                topic,
+                partition,
+                offset,
+            } => {
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let got = inspect::committed(&w, self.cluster(cluster), group, &tp);
+                if got == *offset {
+                    Ok(format!("{cluster} {group} {tp}: {got:?}"))
+                } else {
+                    Err(format!(
+                        "{cluster} {group} {tp}: expected {offset:?}, got {got:?}"
+                    ))
+                }
+            }
+            K::WaitCommittedOffset {
+                cluster,
+                group,
+                topic,
+                partition,
+                offset,
+                timeout_ms,
+            } => {
+                let c = self.cluster(cluster);
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let what = format!("{cluster} {group} {tp} committed at {offset}");
+                self.wait(*timeout_ms, &what, |w| {
+                    inspect::committed(w, c, group, &tp) == Some(*offset)
+                })
+                .await
+                .map_err(|e| format!("{e} (now {:?})", inspect::committed(&w, c, group, &tp)))
+            }
+            K::ExpectTopicConfig {
+                cluster,
+                topic,
+                key,
+                value,
+            } => {
+                let got = inspect::topic_config(&w, self.cluster(cluster), topic, key);
+                if got == *value {
+                    Ok(format!("{cluster}/{topic} {key}={got:?}"))
+                } else {
+                    Err(format!(
+                        "{cluster}/{topic} {key}: expected {value:?}, got {got:?}"
+                    ))
+                }
+            }
+            K::WaitTopicConfig {
+                cluster,
+                topic,
+                key,
+                value,
+                timeout_ms,
+            } => {
+                let c = self.cluster(cluster);
+                let what = format!("{cluster}/{topic} {key}={value:?}");
+                self.wait(*timeout_ms, &what, |w| {
+                    inspect::topic_config(w, c, topic, key) == *value
+                })
+                .await
+                .map_err(|e| format!("{e} (now {:?})", inspect::topic_config(&w, c, topic, key)))
+            }
+            K::CreateAcl {
+                cluster,
+                acl,
+                expect,
+            } => {
+                let b = super::format::parse_acl(acl)?;
+                let e = w
+                    .create_acls(self.cluster(cluster), vec![b])
+                    .await
+                    .and_then(|r| r.first().copied())
+                    .unwrap_or(ErrorCode::RequestTimedOut);
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{cluster} {acl}: {e}"))
+            }
+            K::DeleteAcl { cluster, acl } => {
+                let b = super::format::parse_acl(acl)?;
+                let filter = mirror_core::protocol::acl::AclBindingFilter::exact(&b);
+                let r = w.delete_acls(self.cluster(cluster), vec![filter]).await;
+                let n = r
+                    .as_ref()
+                    .map_or(0, |r| r.iter().map(|f| f.matching.len()).sum());
+                if r.is_none() {
+                    return Err("DeleteAcls got no answer".into());
+                }
+                Ok(format!("{cluster} {acl}: {n} deleted"))
+            }
+            K::ExpectAcls { cluster, acls } => {
+                let got = inspect::topic_acls(&w, self.cluster(cluster));
+                let want = normalize_acls(acls);
+                if got == want {
+                    Ok(format!("{cluster}: {} ACLs", got.len()))
+                } else {
+                    Err(format!("{cluster} ACLs: expected {want:?}, got {got:?}"))
+                }
+            }
+            K::WaitAcls {
+                cluster,
+                acls,
+                timeout_ms,
+            } => {
+                let c = self.cluster(cluster);
+                let want = normalize_acls(acls);
+                let what = format!("{cluster} ACLs {want:?}");
+                self.wait(*timeout_ms, &what, |w| inspect::topic_acls(w, c) == want)
+                    .await
+                    .map_err(|e| format!("{e} (now {:?})", inspect::topic_acls(&w, c)))
             }
             K::ExpectLosses { cluster, losses } => {
                 let prefix = format!("{}:", self.cluster(cluster).0);
