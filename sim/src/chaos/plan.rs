@@ -216,6 +216,60 @@ pub struct ChaosPlan {
     /// code, which may behave differently).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<String>,
+    /// Link latencies the seed drew (`None`: the default network).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<NetPlan>,
+}
+
+/// Link latency distributions a seed draws (product.md §3): uniform inside a cluster (same
+/// data centre), a long-tailed WAN between clusters.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NetPlan {
+    /// Intra-cluster latency, lower bound (µs).
+    pub intra_min_us: u64,
+    /// Intra-cluster latency, upper bound (µs).
+    pub intra_max_us: u64,
+    /// WAN propagation floor (ms).
+    pub wan_min_ms: u64,
+    /// Mean of the WAN's exponential tail (ms).
+    pub wan_mean_extra_ms: u64,
+    /// WAN cap (ms).
+    pub wan_max_ms: u64,
+}
+
+impl NetPlan {
+    fn draw(u: &mut Unstructured<'_>) -> ArbResult<Self> {
+        let intra_min_us = u64::from(u.int_in_range(50..=500u32)?);
+        let intra_max_us = intra_min_us + u64::from(u.int_in_range(100..=3_000u32)?);
+        let wan_min_ms = u64::from(u.int_in_range(1..=80u32)?);
+        let wan_mean_extra_ms = u64::from(u.int_in_range(0..=30u32)?);
+        Ok(Self {
+            intra_min_us,
+            intra_max_us,
+            wan_min_ms,
+            wan_mean_extra_ms,
+            wan_max_ms: wan_min_ms + 10 * wan_mean_extra_ms + 50,
+        })
+    }
+
+    /// The network of a run.
+    #[must_use]
+    pub fn config(&self) -> crate::net::NetConfig {
+        use crate::net::LatencyDist;
+        use std::time::Duration;
+        crate::net::NetConfig {
+            intra: LatencyDist::Uniform {
+                min: Duration::from_micros(self.intra_min_us),
+                max: Duration::from_micros(self.intra_max_us),
+            },
+            wan: LatencyDist::LongTail {
+                min: Duration::from_millis(self.wan_min_ms),
+                mean_extra: Duration::from_millis(self.wan_mean_extra_ms),
+                max: Duration::from_millis(self.wan_max_ms),
+            },
+            ..crate::net::NetConfig::default()
+        }
+    }
 }
 
 fn default_design() -> String {
@@ -382,12 +436,15 @@ impl ChaosPlan {
             design: default_design(),
             failover_clients: Vec::new(),
             build: None,
+            net: None,
         };
         if mirror {
             // Drawn from the bytes the base plan left, so the base plan of a seed (and what
             // it found before the story existed) stays the same.
             super::story::draw_failover_story(u, &mut plan)?;
         }
+        // Last, for the same reason: the latencies of the links.
+        plan.net = Some(NetPlan::draw(u)?);
         Ok(plan)
     }
 

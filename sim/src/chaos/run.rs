@@ -138,7 +138,10 @@ fn spec_of(plan: &ChaosPlan, opts: &ChaosOptions) -> KafkaWorldSpec {
         .collect();
     KafkaWorldSpec {
         clusters,
-        net: NetConfig::default(),
+        net: plan
+            .net
+            .as_ref()
+            .map_or_else(NetConfig::default, super::plan::NetPlan::config),
     }
 }
 

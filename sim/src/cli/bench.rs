@@ -81,6 +81,7 @@ pub fn reference_plan(scale: u32) -> ChaosPlan {
         design: "seed".to_string(),
         failover_clients: Vec::new(),
         build: None,
+        net: None,
     }
 }
 
