@@ -11,7 +11,7 @@ use crate::protocol::messages::{FetchPartition, FetchPartitionResponse, OffsetSp
 use crate::protocol::{ErrorCode, Request};
 use crate::replication::fetch_follower::{
     FetchErrorAction, FollowerFetchState, OutOfRangeAction, classify_fetch_error,
-    reset_offset_after_out_of_range, truncation_offset,
+    mirror_follower_out_of_range_action, reset_offset_after_out_of_range, truncation_offset,
 };
 use crate::replication::fetch_leader::FetchIsolation;
 use crate::time::Instant;
@@ -493,7 +493,13 @@ impl Broker {
         let Some(local_end) = self.partitions.get(tp).map(|p| p.log.log_end_offset()) else {
             return;
         };
-        match reset_offset_after_out_of_range(leader_end, leader_start, local_end) {
+        let mut action = reset_offset_after_out_of_range(leader_end, leader_start, local_end);
+        // A mirror partition whose leader assigns no epoch of its own (desired state not
+        // STOPPED): see `mirror_follower_out_of_range_action` (mirror chaos seed 135).
+        if !self.assign_epoch_start_on_leadership(tp) {
+            action = mirror_follower_out_of_range_action(action);
+        }
+        match action {
             OutOfRangeAction::TruncateTo(o) => {
                 self.truncate_replica(tp, o, TruncationCause::LeaderEndBelowLocal);
             }

@@ -113,6 +113,31 @@ pub fn reset_offset_after_out_of_range(
     }
 }
 
+/// The OFFSET_OUT_OF_RANGE recovery of a follower of a KIP-1279 **mirror** partition
+/// (desired state not STOPPED). Kafka's [`reset_offset_after_out_of_range`] keeps the log
+/// when the follower's LEO lies in `[leader start, leader LEO]` ([`OutOfRangeAction::FetchFrom`])
+/// and the fetcher carries on with `lastFetchedEpoch = log.latestEpoch`. That cannot loop in
+/// plain Kafka, because a leader always holds its own epoch (`makeLeader` assigns
+/// `(leaderEpoch, LEO)`), which is above every epoch a follower can hold, so `endOffsetFor`
+/// always answers a follower's `LastFetchedEpoch`. A mirror leader assigns no epoch of its
+/// own (B §8.2) and PREPARING with LME -1 empties its log *and* its cache (A.1): a follower
+/// whose only entry is a record-less trailing `(epoch, LEO)`, left from when it led the
+/// writable topic with an empty log (kafka-semantics §1.1 "become leader"), then sends that
+/// epoch forever, gets OFFSET_OUT_OF_RANGE forever (the leader cannot resolve it, §1.2), never
+/// rejoins the ISR, and PREPARING waits on the ISR forever (mirror chaos seed 135).
+///
+/// Model decision (not upstream-verified): the mirror follower applies Kafka's `truncateTo`
+/// at the offset it keeps (its LEO) instead of just fetching from it. `truncateTo(t >= LEO)`
+/// removes no record and only trims the cache from the end (§1.4), which drops exactly such
+/// a record-less trailing epoch; the next fetch carries the epoch of the last record, or none.
+#[must_use]
+pub fn mirror_follower_out_of_range_action(action: OutOfRangeAction) -> OutOfRangeAction {
+    match action {
+        OutOfRangeAction::FetchFrom(o) => OutOfRangeAction::TruncateTo(o),
+        a => a,
+    }
+}
+
 /// The fetcher's per-partition state (Kafka: `PartitionFetchState` with `Truncating` /
 /// `Fetching`; delay, lag and topic id are left to the caller).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -648,3 +648,70 @@ fn test_follower_high_watermark_clamps_and_may_go_down() {
     assert_eq!(follower_log_start_offset(Offset(3), Offset(1)), Offset(3));
     assert_eq!(follower_log_start_offset(Offset(3), Offset(6)), Offset(6));
 }
+
+#[test]
+fn mirror_follower_out_of_range_trims_a_record_less_trailing_epoch() {
+    // Mirror chaos seed 135. The follower led the writable topic at epoch 0 with an empty
+    // log: its cache holds only the record-less `(0, 0)` entry that `makeLeader` assigned.
+    let mut follower = SimLog::new(&[]);
+    follower
+        .cache
+        .assign(LeaderEpoch(0), Offset(0))
+        .expect("valid entry");
+    // The mirror leader (epoch 1) ran PREPARING with LME -1: log and cache emptied, and a
+    // mirror leader assigns no epoch of its own, so it cannot resolve LastFetchedEpoch 0.
+    let leader = SimLog::new(&[]);
+    let mut state = initial_fetch_state(
+        true,
+        follower.cache.latest_epoch(),
+        follower.leo(),
+        Offset(0),
+    );
+    assert_eq!(
+        fetch_round(&leader, 1, &mut follower, &mut state),
+        Round::Error(ErrorCode::OffsetOutOfRange)
+    );
+    // Kafka's reset keeps the log (equal LEOs, leader start not above ours): with the cache
+    // untouched the next fetch would send epoch 0 again and fail the same way forever.
+    let kafka =
+        reset_offset_after_out_of_range(leader.leo(), Offset(leader.log_start), follower.leo());
+    assert_eq!(kafka, OutOfRangeAction::FetchFrom(Offset(0)));
+    // The mirror follower truncates to the offset it keeps: no record goes, the trailing
+    // entry does, and the next fetch carries no LastFetchedEpoch and succeeds.
+    let action = mirror_follower_out_of_range_action(kafka);
+    assert_eq!(action, OutOfRangeAction::TruncateTo(Offset(0)));
+    follower.truncate_to(action.fetch_offset());
+    assert!(follower.cache.is_empty());
+    state = FollowerFetchState::Fetching {
+        fetch_offset: action.fetch_offset(),
+        last_fetched_epoch: follower.cache.latest_epoch(),
+    };
+    assert_eq!(
+        reconcile(&leader, 1, &mut follower, &mut state),
+        vec![Round::UpToDate]
+    );
+}
+
+#[test]
+fn mirror_follower_out_of_range_keeps_kafka_truncations() {
+    // Only the keep-the-log case changes; truncations are Kafka's.
+    for a in [
+        OutOfRangeAction::TruncateTo(Offset(3)),
+        OutOfRangeAction::TruncateFullyAndStartAt(Offset(7)),
+    ] {
+        assert_eq!(mirror_follower_out_of_range_action(a), a);
+    }
+    // A follower with records keeps them all: truncateTo(LEO) only trims the cache tail.
+    let mut follower = SimLog::new(&[0, 0, 2]);
+    follower
+        .cache
+        .assign(LeaderEpoch(3), follower.leo())
+        .expect("valid entry");
+    let action = mirror_follower_out_of_range_action(OutOfRangeAction::FetchFrom(follower.leo()));
+    follower.truncate_to(action.fetch_offset());
+    assert_eq!(follower.leo(), Offset(3));
+    assert_eq!(
+        follower.cache.epoch_entries(),
+        &[EpochEntry::new(0, 0), EpochEntry::new(2, 2)]
+    );
+}

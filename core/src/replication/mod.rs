@@ -17,8 +17,9 @@ pub mod replica;
 pub use fetch_follower::{
     FetchErrorAction, FollowerFetchState, OffsetTruncationState, OutOfRangeAction,
     classify_fetch_error, follower_high_watermark, follower_log_start_offset, initial_fetch_state,
-    keeps_existing_fetch_state, reset_offset_after_out_of_range, should_process_fetch_response,
-    state_after_truncation, truncation_offset,
+    keeps_existing_fetch_state, mirror_follower_out_of_range_action,
+    reset_offset_after_out_of_range, should_process_fetch_response, state_after_truncation,
+    truncation_offset,
 };
 pub use fetch_leader::{
     FetchDecision, FetchIsolation, FetchPartitionRequest, LeaderView, check_leader_epoch,
