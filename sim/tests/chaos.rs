@@ -83,3 +83,31 @@ fn mirror_chaos_seeds_pass() {
         "mirror seed verdicts changed (seed, pinned, now): {unexpected:#?}"
     );
 }
+
+#[test]
+fn failback_after_delete_records_on_the_old_source_converges() {
+    // Mirror seed 34, shrunk: the mirror is stopped at LEO 44, the old source keeps taking
+    // writes and a DeleteRecords moves its log start to 93, then it fails back. Its mirror
+    // truncation to 44 leaves log start min(93, 44) = 44 (UnifiedLog.truncateTo), and the
+    // destination log start only follows the source upwards, so [0, 44) stays only on the
+    // new source. Convergence compares the logs from the later log start (as
+    // `failback_converges` does), not the whole batch lists.
+    const CAPSULE: &str = r#"{"seed":34,"brokers":[1,1],"unclean_leader_election_enable":false,"log_flush_interval_ms":null,"topics":[{"name":"t0","partitions":1,"replication_factor":1,"min_insync_replicas":1}],"clients":[{"kind":"transactional_producer","topic":0,"abort_one_in":2,"rate":10}],"faults":[{"at_ms":4426,"fault":{"kind":"stop_mirror"}},{"at_ms":16403,"fault":{"kind":"delete_records","cluster":0,"topic":0,"partition":0}},{"at_ms":31914,"fault":{"kind":"failback"}}],"safety_ms":32914,"liveness_ms":120000,"mirror":true,"design":"seed","failover_clients":[],"build":"mirror-sim 0.1.0","net":{"intra_min_us":148,"intra_max_us":1895,"wan_min_ms":1,"wan_mean_extra_ms":19,"wan_max_ms":241}}"#;
+    let plan: mirror_sim::chaos::ChaosPlan = serde_json::from_str(CAPSULE).unwrap();
+    let out = mirror_sim::chaos::run_plan(plan, &ChaosOptions::default());
+    assert!(out.verdict.is_pass(), "{:?}", out.verdict);
+}
+
+#[test]
+fn a_stale_leader_committing_after_an_unclean_election_is_not_committed_history() {
+    // Mirror seed 112, shrunk: on the destination (STOPPED, writable), leader 2 of epoch 1
+    // loses its metadata fetch response under packet loss and stays leader of epoch 1 with
+    // follower 4 fetching from it, while the controller fences it and elects broker 3
+    // (torn log, LEO 4389) uncleanly in epoch 3. Leader 2 then advances its own HW to 4632
+    // in epoch 1. That branch is the one the unclean election cut: when broker 3 commits its
+    // own batch at 4389 it must not be measured against the stale leader's epoch-1 data.
+    const CAPSULE: &str = r#"{"seed":112,"brokers":[2,4],"unclean_leader_election_enable":true,"log_flush_interval_ms":null,"topics":[{"name":"t0","partitions":1,"replication_factor":1,"min_insync_replicas":1}],"clients":[{"kind":"consumer","topic":0,"read_committed":false},{"kind":"producer","topic":0,"acks":1,"rate":156},{"kind":"producer","topic":0,"acks":1,"rate":88},{"kind":"transactional_producer","topic":0,"abort_one_in":0,"rate":93}],"faults":[{"at_ms":13192,"fault":{"kind":"stop_mirror"}},{"at_ms":16107,"fault":{"kind":"crash_leader","cluster":0,"topic":0,"partition":0,"mode":"Process","down_ms":2806}},{"at_ms":17029,"fault":{"kind":"crash","cluster":1,"broker":3,"mode":"Torn","down_ms":17553}},{"at_ms":18771,"fault":{"kind":"crash","cluster":0,"broker":2,"mode":"Process","down_ms":16410}},{"at_ms":21609,"fault":{"kind":"packet_loss","permille":196,"for_ms":7406}}],"safety_ms":33691,"liveness_ms":120000,"mirror":true,"design":"seed","failover_clients":[{"kind":"transactional_producer","topic":0,"abort_one_in":1,"rate":23}],"build":"mirror-sim 0.1.0","net":{"intra_min_us":331,"intra_max_us":790,"wan_min_ms":17,"wan_mean_extra_ms":20,"wan_max_ms":267}}"#;
+    let plan: mirror_sim::chaos::ChaosPlan = serde_json::from_str(CAPSULE).unwrap();
+    let out = mirror_sim::chaos::run_plan(plan, &ChaosOptions::default());
+    assert!(out.verdict.is_pass(), "{:?}", out.verdict);
+}

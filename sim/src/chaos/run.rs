@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use mirror_core::protocol::{ClusterIdx, NodeRole};
-use mirror_core::types::TopicPartition;
+use mirror_core::record::RecordBatch;
+use mirror_core::types::{Offset, TopicPartition};
 
 use super::actions::{MirrorOps, apply};
 use super::clients::start_clients;
@@ -243,6 +244,25 @@ fn leader_batches(
     .flatten()
 }
 
+/// The leader's log start, LEO and batches.
+fn leader_log(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    tp: &TopicPartition,
+) -> Option<(Offset, Offset, Vec<RecordBatch>)> {
+    let l = w.leader(c, tp)?;
+    w.with_broker(c, l, |b| {
+        b.partition(tp).map(|p| {
+            (
+                p.log.log_start_offset(),
+                p.log.log_end_offset(),
+                p.log.batches().cloned().collect(),
+            )
+        })
+    })
+    .flatten()
+}
+
 /// `None` when the mirror reached what the operator asked for: identical logs in MIRRORING,
 /// STOPPED after a stop, identical logs again after a failback.
 fn mirror_converged(
@@ -273,7 +293,33 @@ fn mirror_converged(
                     cluster.0
                 ));
             }
-            if compare {
+            if compare && ops.failed_back {
+                // After a failback the old source is a mirror destination whose log start only
+                // ever moves up (kip1279 A.1 MIRRORING: "makes the destination log start follow
+                // the source's", i.e. `maybeIncrementLogStartOffset`), and a mirror truncation
+                // below its own log start leaves it at the target (kafka-semantics: UnifiedLog
+                // `truncateTo` sets `logStartOffset = min(target, logStartOffset)`). A
+                // DeleteRecords on the old source while it was not a mirror therefore
+                // legitimately removes a prefix the new source still holds: the logs must agree
+                // from the later log start to the same LEO, as `failback_converges` checks.
+                let (a, b) = (leader_log(w, src, &tp), leader_log(w, dst, &tp));
+                let agree = match (&a, &b) {
+                    (Some((sa, ea, la)), Some((sb, eb, lb))) => {
+                        let start = (*sa).max(*sb);
+                        let from = |l: &[RecordBatch]| -> Vec<RecordBatch> {
+                            l.iter()
+                                .filter(|b| b.base_offset() >= start)
+                                .cloned()
+                                .collect()
+                        };
+                        ea == eb && from(la) == from(lb)
+                    }
+                    _ => false,
+                };
+                if !agree {
+                    return Some(format!("{tp}: logs differ between the clusters"));
+                }
+            } else if compare {
                 let (a, b) = (leader_batches(w, src, &tp), leader_batches(w, dst, &tp));
                 if a.is_none() || a != b {
                     return Some(format!("{tp}: logs differ between the clusters"));

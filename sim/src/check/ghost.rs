@@ -81,7 +81,8 @@ impl GhostPartition {
         cut.len()
     }
 
-    fn archive(&mut self, b: RecordBatch) {
+    /// Keeps `b` as once-exposed data that a declared loss dropped (see [`Self::was_cut`]).
+    pub fn archive(&mut self, b: RecordBatch) {
         let v = self.cut.entry(b.base_offset()).or_default();
         if !v.contains(&b) {
             v.push(b);

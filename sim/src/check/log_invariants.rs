@@ -472,9 +472,32 @@ impl Checker {
                 ));
             }
             self.leader_hw.insert(key, (epoch, hw));
-            // extend the committed history with the leader's batches below the new HW
             let g = self.ghost.partition(cluster, tp);
-            if hw > g.true_hw {
+            if g.unclean_epochs.iter().any(|u| *u > epoch) {
+                // A stale leader (one that has not yet learned of a later unclean election, e.g.
+                // partitioned from the controller with a follower still fetching from it) can
+                // keep advancing its own HW with its local ISR (kafka-semantics 2.1: "for any
+                // replica that presumes leadership" is WeakIsr only; the ghost trueHW is "max HW
+                // exposed by any leader in a non-ULE history", 2.2). Its branch is the one the
+                // unclean election already cut: what it exposes now is lost with it, not
+                // committed history. Archive it (a consumer may have read it) instead.
+                let from = g.true_hw;
+                let batches = with_partition(nodes, node, tp, |p| {
+                    p.log
+                        .batches_from(from)
+                        .take_while(|b| b.last_offset() < hw)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+                let g = self.ghost.partition(cluster, tp);
+                for b in batches {
+                    if g.committed.get(&b.base_offset()) != Some(&b) {
+                        g.archive(b);
+                    }
+                }
+            } else if hw > g.true_hw {
+                // extend the committed history with the leader's batches below the new HW
                 let from = g.true_hw;
                 let batches = with_partition(nodes, node, tp, |p| {
                     p.log
@@ -509,6 +532,12 @@ impl Checker {
             return Ok(());
         };
         let res = with_partition(nodes, node, tp, |p| {
+            if g.unclean_epochs.iter().any(|u| *u > p.leader_epoch) {
+                // The replica has not yet learned of a later unclean election: its log and HW
+                // are the branch that election cut (a stale leader and its followers). It
+                // reconciles (DivergingEpoch) once it sees the new epoch; checked from then on.
+                return Ok(from);
+            }
             let upto = p.log.high_watermark().min(g.true_hw);
             for b in p
                 .log
