@@ -251,3 +251,53 @@ fn delete_mirror_writes_tombstones_in_mirror_state() {
     assert_eq!(out.1, 0, "tombstoned after DeleteMirror: {:?}", out.2);
     assert_eq!(out.3, None);
 }
+
+/// Replays a shrunk chaos capsule kept under `tests/capsules` (as `mirrorsim shrink` wrote it).
+fn replay_capsule(json: &str) -> mirror_sim::chaos::ChaosOutcome {
+    let plan: mirror_sim::chaos::ChaosPlan = serde_json::from_str(json).unwrap();
+    mirror_sim::chaos::run_plan(plan, &mirror_sim::chaos::ChaosOptions::default())
+}
+
+#[test]
+fn a_stopping_write_whose_response_was_lost_is_reported_when_the_writer_leads_again() {
+    // Mirror chaos seed 154 (shrunk): dst-3 leads t0-2 at epoch 0 and writes MIRRORING ->
+    // STOPPING to a `__mirror_state` coordinator that dies; the retry lands on a zombie
+    // coordinator, is committed only after an unclean election, and dst-3 reads it back when
+    // it leads t0-2 at epoch 3. The writer never saw the write succeed, so the read reports
+    // the transition (once); before, the checkers kept MIRRORING and flagged the stop plan's
+    // control batch (mirror_not_ahead_of_source). t1-1 is the same with another writer
+    // (dst-1 at epoch 0, read by dst-3 at epoch 2): no broker can report it, and the checker
+    // adopts the state the leader read (its state epoch is newer than the last one seen).
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-154-stopping-write-surfaces-later.json"
+    ));
+    assert!(
+        matches!(out.verdict, mirror_sim::chaos::Verdict::Pass),
+        "{:?}",
+        out.verdict
+    );
+    let lines = out.report.map(|r| r.lines).unwrap_or_default();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("dst-3  t0-2") && l.contains("MIRRORING→STOPPING")),
+        "the surfaced transition is reported"
+    );
+}
+
+#[test]
+fn a_zombie_hw_cut_after_an_unclean_election_is_not_a_violation() {
+    // Mirror chaos seed 67 (shrunk): dst-1 and dst-3, cut off from the controller, keep
+    // `__transaction_state-1` in epoch 0 and advance its HW to 124 after the controller
+    // elected epoch 1 and, uncleanly, dst-2 in epoch 2. dst-3 then truncates to the unclean
+    // leader's log below that HW: the declared unclean election allows it (kafka-semantics
+    // §2.3 item 7).
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-67-zombie-hw-after-unclean.json"
+    ));
+    assert!(
+        matches!(out.verdict, mirror_sim::chaos::Verdict::Pass),
+        "{:?}",
+        out.verdict
+    );
+}

@@ -262,3 +262,51 @@ fn planted_bug_hw_ignoring_the_isr_is_caught() {
         "{v}"
     );
 }
+
+#[test]
+fn controller_isr_shrink_advances_the_leader_hw_at_once() {
+    // Kafka `Partition.makeLeader` calls `maybeIncrementLeaderHW` on every leader delta ("ISR
+    // could be down to 1"): when the controller fences a crashed follower and drops it from
+    // the ISR, records that waited only on it commit at that metadata update, not at the
+    // leader's own lag-based shrink (replica.lag.time.max.ms = 30 s) nor its next append
+    // (mirror chaos seed 154: a `__mirror_state` record stayed uncommitted for 40 s).
+    let out = run_seed(11, || async {
+        let w = KafkaWorld::start(spec(2));
+        w.run_for_ms(3_000).await;
+        assert_eq!(
+            w.create_topic(SRC, "t", 1, 2, &[("min.insync.replicas", "1")])
+                .await,
+            ErrorCode::None
+        );
+        let tp = TopicPartition::new("t", 0);
+        assert!(w.wait_until(5_000, |w| w.leader(SRC, &tp).is_some()).await);
+        let leader = w.leader(SRC, &tp).unwrap();
+        let follower = w
+            .broker_ids(SRC)
+            .into_iter()
+            .find(|b| *b != leader)
+            .unwrap();
+        w.world
+            .crash(NodeId::broker(SRC, follower), CrashPolicy::KeepAll);
+        let r = produce(&w, &tp, 0, 3, 1).await;
+        assert_eq!(r.map(|x| x.0), Some(ErrorCode::None));
+        assert_eq!(
+            w.replica_offsets(SRC, leader, &tp),
+            Some((Offset(3), Offset(0)))
+        );
+        // The controller fences the follower after its session timeout (well under 20 s); the
+        // leader's own ISR expiration would need 30 s.
+        let committed = w
+            .wait_until(20_000, |w| {
+                w.replica_offsets(SRC, leader, &tp).map(|x| x.1) == Some(Offset(3))
+            })
+            .await;
+        assert!(
+            committed,
+            "the HW advanced when the controller shrank the ISR"
+        );
+        w.finish()
+    })
+    .unwrap();
+    assert!(out.is_none(), "{out:?}");
+}

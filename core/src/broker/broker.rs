@@ -119,6 +119,10 @@ pub struct Broker {
     pub(super) coord: super::coordinator_runtime::CoordinatorHost,
     pub(super) mirror_coord: super::mirror_coordinator::MirrorCoordinatorHost,
     pub(super) mirror_runs: BTreeMap<TopicPartition, super::mirror_manager::MirrorRun>,
+    /// KIP-1279 state transitions this broker wrote whose success it has not seen (reporting
+    /// only; see `on_mirror_read`).
+    pub(super) mirror_unconfirmed:
+        BTreeMap<TopicPartition, Vec<super::mirror_manager::UnconfirmedTransition>>,
     pub(super) mirror_fetch: super::mirror_fetcher::MirrorFetchState,
     pub(super) mirror_sync: super::mirror_sync::MirrorSyncHost,
     pub(super) delete_mirror: super::delete_mirror::DeleteMirrorHost,
@@ -161,6 +165,7 @@ impl Broker {
             coord: super::coordinator_runtime::CoordinatorHost::default(),
             mirror_coord: super::mirror_coordinator::MirrorCoordinatorHost::default(),
             mirror_runs: BTreeMap::new(),
+            mirror_unconfirmed: BTreeMap::new(),
             mirror_fetch: super::mirror_fetcher::MirrorFetchState::default(),
             mirror_sync: super::mirror_sync::MirrorSyncHost::default(),
             delete_mirror: super::delete_mirror::DeleteMirrorHost::default(),

@@ -363,6 +363,13 @@ impl Broker {
                 self.after_leader_change(&tp);
             } else {
                 self.emit_all(events);
+                // Kafka `Partition.makeLeader` ends with `maybeIncrementLeaderHW` for every
+                // leader delta, not only a new epoch: "we may need to increment high
+                // watermark since ISR could be down to 1" (e.g. the controller removed a
+                // fenced follower from the ISR). Without it, records waiting only on that
+                // follower stay uncommitted until the next append or fetch (mirror chaos seed
+                // 154: a `__mirror_state` STOPPING record whose write never completed).
+                self.maybe_increment_hw(&tp);
             }
             self.on_coordinator_leadership(&tp);
             self.on_mirror_state_leadership(&tp);

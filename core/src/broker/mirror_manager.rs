@@ -88,6 +88,23 @@ pub struct MirrorRun {
     pub leader_epoch: LeaderEpoch,
 }
 
+/// A transition this broker wrote to `__mirror_state` without seeing it succeed (the response
+/// was lost, timed out or said NOT_LEADER after the record was appended), kept across its
+/// runs of the partition so a later leadership of the same broker that reads the record
+/// reports it: only the writer can tell that nobody reported it. Reporting only: the driver
+/// never reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnconfirmedTransition {
+    /// State before the write.
+    pub from: S,
+    /// Its state epoch.
+    pub from_epoch: i32,
+    /// The state written.
+    pub to: S,
+    /// The writer's leader epoch (one leader per epoch: identifies the record as ours).
+    pub writer: LeaderEpoch,
+}
+
 impl MirrorRun {
     /// The persisted state (UNKNOWN before the read).
     #[must_use]
@@ -271,16 +288,44 @@ impl Broker {
         // a record written at our leader epoch is ours (one leader per epoch), only from a
         // state this leader knew, and only forward (a newer state epoch).
         let leader_epoch = r.leader_epoch;
-        let read = r
+        let status = r
             .status
             .as_ref()
-            .filter(|s| s.leader_epoch == leader_epoch)
-            .map(|s| (s.state, s.state_epoch));
-        if let (Some((from, from_epoch)), Some((to, state_epoch))) = (before, read)
+            .map(|s| (s.state, s.state_epoch, s.leader_epoch));
+        let read = status
+            .filter(|s| s.2 == leader_epoch)
+            .map(|(state, state_epoch, _)| (state, state_epoch));
+        // The same, across leaderships of this broker: a transition it wrote in an earlier
+        // leader epoch whose response it never saw (the coordinator could not commit it, the
+        // write timed out, or this broker lost leadership first) and that the coordinator
+        // persisted after all. Its writer never reported it, so this read does, once (mirror
+        // chaos seed 154: STOPPING written at epoch 0 surfaced when the broker led again at
+        // epoch 3, whose stop plan then ran unseen by the checkers).
+        let lost = self.mirror_unconfirmed.get(tp).and_then(|us| {
+            us.iter().copied().find(|u| {
+                status.is_some_and(|(state, state_epoch, writer)| {
+                    writer == u.writer && state == u.to && state_epoch > u.from_epoch
+                })
+            })
+        });
+        if let Some(u) = lost
+            && let Some((to, state_epoch, writer)) = status
+            && u.from != S::Unknown
+        {
+            self.mirror_unconfirmed.remove(tp);
+            self.emit(Event::MirrorStateChanged {
+                tp: tp.clone(),
+                from: u.from,
+                to,
+                state_epoch,
+                leader_epoch: writer,
+            });
+        } else if let (Some((from, from_epoch)), Some((to, state_epoch))) = (before, read)
             && from != S::Unknown
             && to != from
             && state_epoch > from_epoch
         {
+            self.mirror_unconfirmed.remove(tp);
             self.emit(Event::MirrorStateChanged {
                 tp: tp.clone(),
                 from,
@@ -392,6 +437,16 @@ impl Broker {
         let state_epoch = r.status.as_ref().map_or(0, |s| s.state_epoch);
         if let Some(t) = target {
             r.step = MirrorStep::Writing(t);
+            let u = UnconfirmedTransition {
+                from: r.state(),
+                from_epoch: state_epoch,
+                to: t,
+                writer: r.leader_epoch,
+            };
+            // Earlier unconfirmed writes stay: any of them may be the one persisted.
+            let us = self.mirror_unconfirmed.entry(tp.clone()).or_default();
+            us.retain(|o| *o != u);
+            us.push(u);
         }
         let w = MirrorPartitionStateWrite {
             partition: tp.partition,
@@ -445,6 +500,10 @@ impl Broker {
                 // The coordinator skipped an invalid transition (no record, same state epoch):
                 // nothing was persisted, so no side effect may run. Re-read and retry later.
                 r.step = MirrorStep::Reading;
+                let writer = r.leader_epoch;
+                if let (Some(t), Some(us)) = (target, self.mirror_unconfirmed.get_mut(tp)) {
+                    us.retain(|u| !(u.writer == writer && u.to == t));
+                }
                 self.mirror_retry_later();
             }
             (Some(t), Some((_, ErrorCode::None, new_epoch))) => {
@@ -455,6 +514,7 @@ impl Broker {
                 status.leader_epoch = r.leader_epoch;
                 r.step = MirrorStep::Idle;
                 let (state_epoch, leader_epoch) = (new_epoch, r.leader_epoch);
+                self.mirror_unconfirmed.remove(tp);
                 self.emit(Event::MirrorStateChanged {
                     tp: tp.clone(),
                     from,

@@ -39,6 +39,9 @@ pub struct Checker {
     last_epoch: BTreeMap<(NodeId, TopicPartition), LeaderEpoch>,
     leader_hw: BTreeMap<(NodeId, TopicPartition), (LeaderEpoch, Offset)>,
     verified: BTreeMap<(NodeId, TopicPartition), Offset>,
+    /// The leader epoch a replica was in when its HW last moved: the epoch lineage whose
+    /// leader promised that HW (see [`truncation_below_hw_declared`]).
+    hw_epoch: BTreeMap<(NodeId, TopicPartition), LeaderEpoch>,
 }
 
 impl Default for Checker {
@@ -60,6 +63,7 @@ impl Checker {
             last_epoch: BTreeMap::new(),
             leader_hw: BTreeMap::new(),
             verified: BTreeMap::new(),
+            hw_epoch: BTreeMap::new(),
         }
     }
 
@@ -239,8 +243,17 @@ impl Checker {
                 cause,
                 ..
             } => {
+                let current_epoch = with_partition(nodes, node, tp, |p| p.leader_epoch);
+                let hw_epoch = self.hw_epoch.get(&(node, tp.clone())).copied();
                 let g = self.ghost.partition(cluster, tp);
-                if *to < *high_watermark_before && g.declared_losses == 0 {
+                if *to < *high_watermark_before
+                    && !truncation_below_hw_declared(
+                        g.declared_losses,
+                        &g.unclean_epochs,
+                        hw_epoch,
+                        current_epoch,
+                    )
+                {
                     return Err(Violation::new(
                         "no_truncation_below_hw",
                         name(node),
@@ -270,6 +283,7 @@ impl Checker {
                     .insert((node, tp.clone()), *log_end_offset);
                 self.verified.remove(&(node, tp.clone()));
                 self.last_epoch.remove(&(node, tp.clone()));
+                self.hw_epoch.remove(&(node, tp.clone()));
                 self.leader_hw.retain(|(n, t), _| !(*n == node && t == tp));
                 self.check_replica(ctx, node, tp, nodes, name, true)
             }
@@ -280,6 +294,9 @@ impl Checker {
                 Ok(())
             }
             Event::HighWatermarkChanged { tp, high_watermark } => {
+                if let Some(e) = with_partition(nodes, node, tp, |p| p.leader_epoch) {
+                    self.hw_epoch.insert((node, tp.clone()), e);
+                }
                 self.on_hw(node, tp, *high_watermark, nodes, name)?;
                 self.check_replica(ctx, node, tp, nodes, name, false)
             }
@@ -750,4 +767,91 @@ pub fn with_partition<R>(
     let guard = lock(arc);
     let b: &Broker = guard.as_broker()?;
     b.partition(tp).map(f)
+}
+
+/// kafka-semantics §2.3 item 7: a truncation below a replica's HW is allowed only at a
+/// declared unclean event (or failback, declared as a mirror truncation).
+///
+/// Declared the usual way when the ghost cut committed history (`declared_losses`). But an
+/// unclean election is a declared unclean event even when it cut nothing of the ghost's
+/// history: a replica's local HW is only the promise of the leader it fetched from, and a
+/// superseded (zombie) leader cut off from the controller keeps advancing its HW with a
+/// follower equally cut off (both still in epoch `e`, which Kafka's fencing accepts: same
+/// epoch on both sides). Those records never enter the true HW (the ghost reads only
+/// non-stale leaders), so the unclean election that superseded `e` "lost nothing"; yet when
+/// the follower learns the unclean leader's epoch it must truncate to that leader's log,
+/// below its zombie HW (mirror chaos seed 67, `__transaction_state-1`: dst-1 and dst-3 stuck
+/// in epoch 0 commit 122..=123 after the controller elected dst-3 in epoch 1 and dst-2
+/// uncleanly in epoch 2). With a clean election the new leader would be in every ISR the
+/// zombie could use and hold those records, so only an unclean epoch `u` crossed since the HW
+/// was learned (`hw_epoch < u <= current_epoch`) allows it; any other truncation below the
+/// HW is still a violation.
+#[must_use]
+pub fn truncation_below_hw_declared(
+    declared_losses: u32,
+    unclean_epochs: &[LeaderEpoch],
+    hw_epoch: Option<LeaderEpoch>,
+    current_epoch: Option<LeaderEpoch>,
+) -> bool {
+    if declared_losses > 0 {
+        return true;
+    }
+    let (Some(hw_epoch), Some(current)) = (hw_epoch, current_epoch) else {
+        return false;
+    };
+    unclean_epochs
+        .iter()
+        .any(|u| hw_epoch < *u && *u <= current)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncation_below_hw_declared;
+    use mirror_core::types::LeaderEpoch;
+
+    const E: fn(i32) -> LeaderEpoch = LeaderEpoch;
+
+    #[test]
+    fn truncation_below_hw_needs_a_declared_loss_or_a_crossed_unclean_epoch() {
+        // No unclean event at all: a violation.
+        assert!(!truncation_below_hw_declared(
+            0,
+            &[],
+            Some(E(0)),
+            Some(E(2))
+        ));
+        // A loss the ghost declared: allowed (as before).
+        assert!(truncation_below_hw_declared(1, &[], Some(E(3)), Some(E(3))));
+        // Seed 67: HW learned from a zombie leader in epoch 0, epoch 2 elected uncleanly, the
+        // follower now follows epoch 2: allowed.
+        assert!(truncation_below_hw_declared(
+            0,
+            &[E(2)],
+            Some(E(0)),
+            Some(E(2))
+        ));
+        // The HW was learned in or after the unclean epoch: the unclean leader's own promise,
+        // so cutting below it is a violation.
+        assert!(!truncation_below_hw_declared(
+            0,
+            &[E(2)],
+            Some(E(2)),
+            Some(E(3))
+        ));
+        assert!(!truncation_below_hw_declared(
+            0,
+            &[E(2)],
+            Some(E(3)),
+            Some(E(3))
+        ));
+        // The unclean epoch is not yet known to the replica: not its cause.
+        assert!(!truncation_below_hw_declared(
+            0,
+            &[E(4)],
+            Some(E(0)),
+            Some(E(3))
+        ));
+        // Unknown HW epoch (replica restarted, never saw its HW move): no exemption.
+        assert!(!truncation_below_hw_declared(0, &[E(2)], None, Some(E(2))));
+    }
 }

@@ -117,6 +117,47 @@ impl MirrorChecker {
         self.states.get(&(cluster, tp.clone())).map(|s| s.0)
     }
 
+    /// Adopts a persisted transition no event reported. A leader learns its partition's
+    /// state by reading the `__mirror_state` coordinator's committed record; that record may
+    /// carry a transition whose writer never saw its write succeed (the coordinator committed
+    /// it only after the writer lost leadership or the response), so no `MirrorStateChanged`
+    /// ever announced it (mirror chaos seed 154: STOPPING written by dst-1 at epoch 0,
+    /// committed after an unclean election, read by dst-3 leading at epoch 2, whose stop plan
+    /// then appended its control batch while this checker still believed MIRRORING). The
+    /// leader's status after that read is the persisted state: when its state epoch is newer
+    /// than the last one seen, it is the state (state epochs rise with every persisted
+    /// transition; after a coordinator restart, `i32::MIN`, what it still has is the state).
+    /// Only a different state is adopted: a run's status that merely restates the known state
+    /// would undo the restart's epoch reset (mirror chaos seed 182).
+    /// Only a leader whose epoch no newer election superseded speaks for the partition.
+    fn sync_persisted_state(
+        &mut self,
+        node: NodeId,
+        tp: &TopicPartition,
+        ghost: &Ghost,
+        nodes: &NodeMap,
+    ) {
+        let key = (node.cluster, tp.clone());
+        let Some(&(known_state, known)) = self.states.get(&key) else {
+            return;
+        };
+        let read = with_broker(nodes, node, |b| {
+            b.mirror_runs().get(tp).and_then(|r| {
+                r.status
+                    .as_ref()
+                    .map(|s| (s.state, s.state_epoch, r.leader_epoch))
+            })
+        })
+        .flatten();
+        if let Some((state, epoch, run_epoch)) = read
+            && epoch > known
+            && state != known_state
+            && !superseded_leader_epoch(ghost, node.cluster, tp, run_epoch)
+        {
+            self.states.insert(key, (state, epoch));
+        }
+    }
+
     /// Checks the mirror invariants an event may have affected.
     pub fn on_event(
         &mut self,
@@ -171,7 +212,10 @@ impl MirrorChecker {
                 base_offset,
                 last_offset,
                 ..
-            } => self.on_mirror_appended(node, tp, *base_offset, *last_offset, ghost, nodes, name),
+            } => {
+                self.sync_persisted_state(node, tp, ghost, nodes);
+                self.on_mirror_appended(node, tp, *base_offset, *last_offset, ghost, nodes, name)
+            }
             Event::Appended {
                 tp,
                 base_offset,
@@ -187,6 +231,7 @@ impl MirrorChecker {
                 // newer epoch (kafka-semantics §1.3; item 8 reads only non-stale leaders). Item
                 // 17 is about appends that land on the partition, i.e. its current leader's.
                 let zombie = *as_leader && superseded_leader_epoch(ghost, cluster, tp, *epoch);
+                self.sync_persisted_state(node, tp, ghost, nodes);
                 self.on_appended(
                     node,
                     tp,
@@ -198,6 +243,7 @@ impl MirrorChecker {
                 )
             }
             Event::HighWatermarkChanged { tp, high_watermark } => {
+                self.sync_persisted_state(node, tp, ghost, nodes);
                 if self.state(cluster, tp) != Some(S::Mirroring) {
                     return Ok(());
                 }
