@@ -67,20 +67,7 @@ async fn produce(
         timeout_ms: 10_000,
         partitions: vec![(tp, batch)],
     };
-    let slot = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let s2 = slot.clone();
-    w.add_client(cluster, move |boot| {
-        Box::new(mirror_sim::kafka::oneshot::OneShot::new(
-            boot.id,
-            vec![leader],
-            req.clone(),
-            s2.clone(),
-            15_000,
-        ))
-    });
-    w.wait_until(20_000, |_| slot.lock().unwrap().is_some())
-        .await;
-    match slot.lock().unwrap().take() {
+    match w.request_to(cluster, leader, req).await {
         Some(Response::Produce { partitions }) => (partitions[0].error, partitions[0].base_offset),
         _ => (ErrorCode::RequestTimedOut, Offset(-1)),
     }

@@ -2,8 +2,6 @@
 //! run checks the resulting logs offset by offset (batch boundaries, epochs, control batches,
 //! log start / LSO / HW / LEO) and ends with the checker's verdict.
 
-use std::sync::{Arc, Mutex};
-
 use mirror_core::mirror::MirrorPartitionState as S;
 use mirror_core::protocol::messages::FetchPartition;
 use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
@@ -12,7 +10,6 @@ use mirror_core::replication::fetch_leader::FetchIsolation;
 use mirror_core::types::{BrokerId, Offset, ProducerEpoch, ProducerId, Sequence, TopicPartition};
 use mirror_sim::check::ghost::DeclaredLoss;
 use mirror_sim::disk::CrashPolicy;
-use mirror_sim::kafka::oneshot::OneShot;
 use mirror_sim::kafka::{ClusterSpec, KafkaWorld, KafkaWorldSpec};
 use mirror_sim::net::{Direction, NetConfig, NodeSet};
 use mirror_sim::world::run_seed;
@@ -34,28 +31,6 @@ fn tp() -> TopicPartition {
 
 // ------------------------------------------------------------------ requests
 
-async fn request_to(
-    w: &KafkaWorld,
-    cluster: ClusterIdx,
-    to: BrokerId,
-    req: Request,
-) -> Option<Response> {
-    let slot = Arc::new(Mutex::new(None));
-    let s2 = slot.clone();
-    w.add_client(cluster, move |boot| {
-        Box::new(OneShot::new(
-            boot.id,
-            vec![to],
-            req.clone(),
-            s2.clone(),
-            15_000,
-        ))
-    });
-    w.wait_until(20_000, |_| slot.lock().unwrap().is_some())
-        .await;
-    slot.lock().unwrap().take()
-}
-
 async fn produce_batch(
     w: &KafkaWorld,
     cluster: ClusterIdx,
@@ -70,7 +45,7 @@ async fn produce_batch(
         timeout_ms: 10_000,
         partitions: vec![(tp(), batch)],
     };
-    match request_to(w, cluster, leader, req).await {
+    match w.request_to(cluster, leader, req).await {
         Some(Response::Produce { partitions }) => (partitions[0].error, partitions[0].base_offset),
         _ => (ErrorCode::RequestTimedOut, Offset(-1)),
     }
@@ -144,7 +119,7 @@ async fn consumer_fetch(
             topic_id: None,
         }],
     };
-    match request_to(w, cluster, leader, req).await {
+    match w.request_to(cluster, leader, req).await {
         Some(Response::Fetch { partitions, .. }) => {
             let p = partitions.into_iter().next().expect("one partition");
             (
@@ -984,7 +959,7 @@ fn stop_with_an_open_source_transaction_truncates_to_the_lso() {
                 partitions: vec![tp()],
             }],
         };
-        let resp = request_to(&w, SRC, leader, req).await;
+        let resp = w.request_to(SRC, leader, req).await;
         assert!(
             matches!(&resp, Some(Response::PartitionErrors { results }) if results[0].1 == ErrorCode::None),
             "{resp:?}"
@@ -1194,7 +1169,7 @@ fn delete_mirror_is_refused_while_desired_removed_but_a_partition_is_still_stopp
             state_validation_offset: None,
         };
         assert!(matches!(
-            request_to(&w, DST, leader, stop).await,
+            w.request_to(DST, leader, stop).await,
             Some(Response::MirrorAdmin {
                 error: ErrorCode::None,
                 ..
@@ -1211,7 +1186,7 @@ fn delete_mirror_is_refused_while_desired_removed_but_a_partition_is_still_stopp
             mirror_name: "m1".into(),
             state_validation_offset: None,
         };
-        let refused = request_to(&w, DST, leader, delete()).await;
+        let refused = w.request_to(DST, leader, delete()).await;
         let Some(Response::MirrorAdmin {
             error,
             message,
@@ -1232,14 +1207,14 @@ fn delete_mirror_is_refused_while_desired_removed_but_a_partition_is_still_stopp
             "still stopping"
         );
         // The refusal changed nothing: the mirror is still there.
-        let listed = request_to(&w, DST, leader, Request::ListMirrors {}).await;
+        let listed = w.request_to(DST, leader, Request::ListMirrors {}).await;
         assert!(
             matches!(&listed, Some(Response::ListMirrors { mirrors, .. }) if mirrors.len() == 1),
             "{listed:?}"
         );
         assert!(w.world.resume(NodeId::broker(DST, follower)));
         wait_state(&w, DST, S::Stopped, 60_000).await;
-        let accepted = request_to(&w, DST, leader, delete()).await;
+        let accepted = w.request_to(DST, leader, delete()).await;
         assert!(
             matches!(
                 accepted,
@@ -1520,7 +1495,7 @@ fn old_source_transaction_markers_are_refused_after_failback() {
                 partitions: vec![tp()],
             }],
         };
-        let resp = request_to(&w, SRC, leader, req).await;
+        let resp = w.request_to(SRC, leader, req).await;
         assert!(
             matches!(&resp, Some(Response::PartitionErrors { results }) if results[0].1 == ErrorCode::ReadOnlyTopic),
             "{resp:?}"

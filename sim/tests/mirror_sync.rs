@@ -3,8 +3,6 @@
 //! offsets (clamped to the destination log, skipped for groups active on the destination,
 //! never after STOPPED), new source partitions, and the TOPIC ACLs of MIRRORING topics.
 
-use std::sync::{Arc, Mutex};
-
 use mirror_core::broker::coordinator_runtime::{
     CONSUMER_OFFSETS_TOPIC, COORDINATOR_TOPIC_PARTITIONS,
 };
@@ -13,14 +11,13 @@ use mirror_core::mirror::MirrorPartitionState as S;
 use mirror_core::protocol::acl::{
     AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AclResourceType, PatternType,
 };
-use mirror_core::protocol::messages::CoordinatorKind;
 use mirror_core::protocol::metadata::ConfigResource;
-use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
+use mirror_core::protocol::{ClusterIdx, ErrorCode, Request, Response};
 use mirror_core::record::{BatchBuilder, RecordBatch, SimpleRecord};
-use mirror_core::types::{BrokerId, LeaderEpoch, Offset, TopicPartition};
-use mirror_sim::kafka::oneshot::OneShot;
+use mirror_core::types::{LeaderEpoch, Offset, TopicPartition};
 use mirror_sim::kafka::{ClusterSpec, KafkaWorld, KafkaWorldSpec};
 use mirror_sim::net::NetConfig;
+use mirror_sim::scenario::inspect::topic_config;
 use mirror_sim::world::run_seed;
 
 const SRC: ClusterIdx = ClusterIdx(0);
@@ -33,29 +30,6 @@ fn spec() -> KafkaWorldSpec {
         clusters: vec![ClusterSpec::new("src", 3), ClusterSpec::new("dst", 3)],
         net: NetConfig::default(),
     }
-}
-
-/// Sends `req` to one broker and waits for the answer.
-async fn send_to(
-    w: &KafkaWorld,
-    cluster: ClusterIdx,
-    broker: BrokerId,
-    req: Request,
-) -> Option<Response> {
-    let slot = Arc::new(Mutex::new(None));
-    let s2 = slot.clone();
-    w.add_client(cluster, move |boot| {
-        Box::new(OneShot::new(
-            boot.id,
-            vec![broker],
-            req.clone(),
-            s2.clone(),
-            15_000,
-        ))
-    });
-    w.wait_until(20_000, |_| slot.lock().unwrap().is_some())
-        .await;
-    slot.lock().unwrap().take()
 }
 
 async fn produce(
@@ -77,41 +51,10 @@ async fn produce(
         timeout_ms: 10_000,
         partitions: vec![(tp.clone(), BatchBuilder::new().build(&recs))],
     };
-    match send_to(w, cluster, leader, req).await {
+    match w.request_to(cluster, leader, req).await {
         Some(Response::Produce { partitions }) => partitions[0].error,
         _ => ErrorCode::RequestTimedOut,
     }
-}
-
-/// A group request sent to the group's coordinator (FindCoordinator first, retried while
-/// the coordinator topic is being created).
-async fn group_request(
-    w: &KafkaWorld,
-    cluster: ClusterIdx,
-    group: &str,
-    req: Request,
-) -> Option<Response> {
-    for _ in 0..20 {
-        let find = Request::FindCoordinator {
-            key: group.into(),
-            kind: CoordinatorKind::Group,
-        };
-        if let Some(Response::FindCoordinator {
-            error: ErrorCode::None,
-            node: Some(n),
-        }) = w.admin(cluster, find).await
-        {
-            match send_to(w, cluster, n, req.clone()).await {
-                Some(Response::Error {
-                    error: ErrorCode::NotCoordinator | ErrorCode::CoordinatorLoadInProgress,
-                })
-                | None => {}
-                r => return r,
-            }
-        }
-        w.run_for_ms(500).await;
-    }
-    None
 }
 
 async fn commit(
@@ -128,7 +71,7 @@ async fn commit(
         member_id: member.map(str::to_string),
         offsets: vec![(tp.clone(), offset, epoch)],
     };
-    match group_request(w, cluster, group, req).await {
+    match w.group_request(cluster, group, req).await {
         Some(Response::PartitionErrors { results }) => results[0].1,
         Some(Response::Error { error }) => error,
         _ => ErrorCode::RequestTimedOut,
@@ -151,16 +94,6 @@ fn committed(
             .map(|c| (c.offset, c.leader_epoch))
     })
     .flatten()
-}
-
-/// A topic config as the cluster's controller has it.
-fn topic_config(w: &KafkaWorld, cluster: ClusterIdx, topic: &str, key: &str) -> Option<String> {
-    let arc = w.world.node_state(NodeId::controller(cluster));
-    let g = arc.lock().unwrap();
-    g.as_controller()?
-        .image()
-        .topic_config(topic, key)
-        .map(str::to_string)
 }
 
 fn leader_log(w: &KafkaWorld, cluster: ClusterIdx, tp: &TopicPartition) -> Vec<RecordBatch> {
@@ -310,7 +243,7 @@ fn group_offsets_are_clamped_skip_active_groups_and_stop_at_stopped() {
             session_timeout_ms: 600_000,
         };
         assert!(matches!(
-            group_request(&w, DST, "g-active", hb).await,
+            w.group_request(DST, "g-active", hb).await,
             Some(Response::Error {
                 error: ErrorCode::None
             })

@@ -453,6 +453,60 @@ impl KafkaWorld {
         }
     }
 
+    /// Sends `req` to one broker and waits for the answer (`None`: none within 20 s; the
+    /// client retries after 15 s).
+    pub async fn request_to(
+        &self,
+        cluster: ClusterIdx,
+        broker: BrokerId,
+        req: Request,
+    ) -> Option<Response> {
+        let slot: ResponseSlot = Arc::new(Mutex::new(None));
+        let s2 = Arc::clone(&slot);
+        self.add_client(cluster, move |boot| {
+            Box::new(OneShot::new(
+                boot.id,
+                vec![broker],
+                req.clone(),
+                Arc::clone(&s2),
+                15_000,
+            ))
+        });
+        self.wait_until(20_000, |_| lock(&slot).is_some()).await;
+        lock(&slot).take()
+    }
+
+    /// A group request sent to the group's coordinator: FindCoordinator first, retried while
+    /// the coordinator topic is being created or moves (NOT_COORDINATOR, LOAD_IN_PROGRESS).
+    pub async fn group_request(
+        &self,
+        cluster: ClusterIdx,
+        group: &str,
+        req: Request,
+    ) -> Option<Response> {
+        for _ in 0..20 {
+            let find = Request::FindCoordinator {
+                key: group.into(),
+                kind: mirror_core::protocol::messages::CoordinatorKind::Group,
+            };
+            if let Some(Response::FindCoordinator {
+                error: ErrorCode::None,
+                node: Some(n),
+            }) = self.admin(cluster, find).await
+            {
+                match self.request_to(cluster, n, req.clone()).await {
+                    Some(Response::Error {
+                        error: ErrorCode::NotCoordinator | ErrorCode::CoordinatorLoadInProgress,
+                    })
+                    | None => {}
+                    r => return r,
+                }
+            }
+            self.run_for_ms(500).await;
+        }
+        None
+    }
+
     /// Produces one batch to the current leader of `tp` and waits for the answer:
     /// `(error, base offset)`, `None` without a leader or an answer.
     pub async fn produce_batch(
@@ -469,19 +523,7 @@ impl KafkaWorld {
             timeout_ms: 10_000,
             partitions: vec![(tp.clone(), batch)],
         };
-        let slot: ResponseSlot = Arc::new(Mutex::new(None));
-        let s2 = Arc::clone(&slot);
-        self.add_client(cluster, move |boot| {
-            Box::new(OneShot::new(
-                boot.id,
-                vec![leader],
-                req.clone(),
-                Arc::clone(&s2),
-                15_000,
-            ))
-        });
-        self.wait_until(20_000, |_| lock(&slot).is_some()).await;
-        match lock(&slot).take() {
+        match self.request_to(cluster, leader, req).await {
             Some(Response::Produce { partitions }) => {
                 partitions.first().map(|p| (p.error, p.base_offset))
             }

@@ -3,7 +3,6 @@
 //! first broken invariant, runs the end-of-run validations, and compares with `[expect]`.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mirror_core::protocol::messages::{FetchPartition, TxnMarker};
@@ -20,7 +19,6 @@ use super::format::{
 use super::inspect::{self, Bounds};
 use crate::check::Violation;
 use crate::disk::CrashPolicy;
-use crate::kafka::oneshot::{OneShot, ResponseSlot};
 use crate::kafka::{ClusterSpec, KafkaWorld, KafkaWorldSpec};
 use crate::net::{Direction, FaultId, NetConfig, NodeSet};
 use crate::workload::{ClientNode, Producer, ProducerConfig};
@@ -385,51 +383,9 @@ fn normalize_acls(acls: &[String]) -> Vec<String> {
 }
 
 impl Ctx<'_> {
-    /// A group request sent to the group's coordinator (FindCoordinator first, retried while
-    /// the coordinator topic is being created or moves).
-    async fn group_request(&self, c: ClusterIdx, group: &str, req: Request) -> Option<Response> {
-        for _ in 0..20 {
-            let find = Request::FindCoordinator {
-                key: group.into(),
-                kind: mirror_core::protocol::messages::CoordinatorKind::Group,
-            };
-            if let Some(Response::FindCoordinator {
-                error: ErrorCode::None,
-                node: Some(n),
-            }) = self.w.admin(c, find).await
-            {
-                match self.request_to(c, n, req.clone()).await {
-                    Some(Response::Error {
-                        error: ErrorCode::NotCoordinator | ErrorCode::CoordinatorLoadInProgress,
-                    })
-                    | None => {}
-                    r => return r,
-                }
-            }
-            self.w.run_for_ms(500).await;
-        }
-        None
-    }
-
     fn cluster(&self, name: &str) -> ClusterIdx {
         // Validation checked every cluster name.
         ClusterIdx(u16::try_from(self.sc.cluster_index(name).unwrap_or(0)).unwrap_or(0))
-    }
-
-    async fn request_to(&self, c: ClusterIdx, to: BrokerId, req: Request) -> Option<Response> {
-        let slot: ResponseSlot = Arc::new(Mutex::new(None));
-        let s2 = Arc::clone(&slot);
-        self.w.add_client(c, move |boot| {
-            Box::new(OneShot::new(
-                boot.id,
-                vec![to],
-                req.clone(),
-                Arc::clone(&s2),
-                15_000,
-            ))
-        });
-        self.w.wait_until(20_000, |_| lock(&slot).is_some()).await;
-        lock(&slot).take()
     }
 
     fn resolve_broker(
@@ -608,7 +564,7 @@ impl Ctx<'_> {
                         partitions: vec![tp.clone()],
                     }],
                 };
-                let e = match self.request_to(c, leader, req).await {
+                let e = match self.w.request_to(c, leader, req).await {
                     Some(Response::PartitionErrors { results }) => results
                         .first()
                         .map_or(ErrorCode::UnknownServerError, |r| r.1),
@@ -657,7 +613,7 @@ impl Ctx<'_> {
                     }],
                 };
                 let Some(Response::Fetch { partitions, .. }) =
-                    self.request_to(c, leader, req).await
+                    self.w.request_to(c, leader, req).await
                 else {
                     return Err("fetch got no answer".into());
                 };
@@ -1264,7 +1220,7 @@ impl Ctx<'_> {
                     member_id: member.clone(),
                     offsets: vec![(tp.clone(), Offset(*offset), None)],
                 };
-                let e = match self.group_request(c, group, req).await {
+                let e = match self.w.group_request(c, group, req).await {
                     Some(Response::PartitionErrors { results }) => results
                         .first()
                         .map_or(ErrorCode::UnknownServerError, |r| r.1),
@@ -1285,7 +1241,11 @@ impl Ctx<'_> {
                     member_id: member.clone(),
                     session_timeout_ms: *session_timeout_ms,
                 };
-                let e = match self.group_request(self.cluster(cluster), group, req).await {
+                let e = match self
+                    .w
+                    .group_request(self.cluster(cluster), group, req)
+                    .await
+                {
                     Some(Response::Error { error }) => error,
                     Some(_) => ErrorCode::UnknownServerError,
                     None => ErrorCode::RequestTimedOut,
