@@ -232,18 +232,6 @@ fn converged_detail(w: &KafkaWorld, plan: &ChaosPlan, ops: &std::sync::Mutex<Mir
         .unwrap_or_else(|| "converged late".into())
 }
 
-fn leader_batches(
-    w: &KafkaWorld,
-    c: ClusterIdx,
-    tp: &TopicPartition,
-) -> Option<Vec<mirror_core::record::RecordBatch>> {
-    let l = w.leader(c, tp)?;
-    w.with_broker(c, l, |b| {
-        b.partition(tp).map(|p| p.log.batches().cloned().collect())
-    })
-    .flatten()
-}
-
 /// The leader's log start, LEO and batches.
 fn leader_log(
     w: &KafkaWorld,
@@ -320,7 +308,10 @@ fn mirror_converged(
                     return Some(format!("{tp}: logs differ between the clusters"));
                 }
             } else if compare {
-                let (a, b) = (leader_batches(w, src, &tp), leader_batches(w, dst, &tp));
+                let (a, b) = (
+                    crate::scenario::inspect::leader_log(w, src, &tp),
+                    crate::scenario::inspect::leader_log(w, dst, &tp),
+                );
                 if a.is_none() || a != b {
                     return Some(format!("{tp}: logs differ between the clusters"));
                 }

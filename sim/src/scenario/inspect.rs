@@ -40,6 +40,15 @@ pub fn rows(log: &[RecordBatch]) -> Vec<Row> {
         .collect()
 }
 
+/// The rows of a log in the `expect_log` syntax (`"0-3@0 data"`), for failure messages.
+#[must_use]
+pub fn shown(log: &[RecordBatch]) -> Vec<String> {
+    rows(log)
+        .iter()
+        .map(|g| super::format::render_batch(g.0, g.1, g.2, g.3))
+        .collect()
+}
+
 /// A replica's batches.
 #[must_use]
 pub fn replica_log(

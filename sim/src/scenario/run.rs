@@ -14,7 +14,7 @@ use mirror_core::types::{BrokerId, Offset, ProducerEpoch, ProducerId, Sequence, 
 
 use super::format::{
     BatchPattern, BrokerRef, CrashModeDef, ExpectedVerdict, IsolationDef, ProducerKindDef,
-    Scenario, StepDef, StepKind, parse_state, render_batch,
+    Scenario, StepDef, StepKind, parse_state,
 };
 use super::inspect::{self, Bounds};
 use crate::check::Violation;
@@ -369,6 +369,10 @@ fn records(n: i32, tag: &str) -> Vec<SimpleRecord> {
     (0..n)
         .map(|i| SimpleRecord::value(i64::from(i), format!("{tag}-{i}")))
         .collect()
+}
+
+fn str_refs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
 }
 
 /// ACLs in the scenario syntax, sorted (validated at parse time).
@@ -731,7 +735,7 @@ impl Ctx<'_> {
                 topics,
                 expect,
             } => {
-                let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+                let refs = str_refs(topics);
                 let e = w
                     .start_mirror_topics(self.cluster(cluster), mirror, self.cluster(source), &refs)
                     .await;
@@ -744,7 +748,7 @@ impl Ctx<'_> {
                 topics,
                 expect,
             } => {
-                let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+                let refs = str_refs(topics);
                 let e = w
                     .stop_mirror_topics(self.cluster(cluster), mirror, &refs)
                     .await;
@@ -764,7 +768,7 @@ impl Ctx<'_> {
                 expect,
             } => {
                 let pause = matches!(step.kind, K::PauseMirror { .. });
-                let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+                let refs = str_refs(topics);
                 let e = w
                     .pause_mirror_topics(self.cluster(cluster), mirror, &refs, pause)
                     .await;
@@ -1129,10 +1133,7 @@ impl Ctx<'_> {
                                 BatchPattern::parse(p).is_ok_and(|p| p.matches(g.0, g.1, g.2, g.3))
                             });
                         if !ok {
-                            let shown: Vec<String> = got
-                                .iter()
-                                .map(|g| render_batch(g.0, g.1, g.2, g.3))
-                                .collect();
+                            let shown = inspect::shown(&log);
                             return Err(format!(
                                 "{who} {tp} batches: expected {want:?}, got {shown:?}"
                             ));
@@ -1193,14 +1194,8 @@ impl Ctx<'_> {
                 } else {
                     Err(format!(
                         "{tp} differs: {:?} vs {:?}",
-                        inspect::rows(&la)
-                            .iter()
-                            .map(|g| render_batch(g.0, g.1, g.2, g.3))
-                            .collect::<Vec<_>>(),
-                        inspect::rows(&lb)
-                            .iter()
-                            .map(|g| render_batch(g.0, g.1, g.2, g.3))
-                            .collect::<Vec<_>>()
+                        inspect::shown(&la),
+                        inspect::shown(&lb)
                     ))
                 }
             }
