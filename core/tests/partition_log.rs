@@ -242,6 +242,55 @@ fn truncate_to_removes_suffix_cache_hw_and_rebuilds_producer_state() {
 }
 
 #[test]
+fn truncate_to_inside_a_batch_keeps_no_cache_entry_without_records() {
+    // Kafka: LogSegment.truncateTo removes the whole batch holding the target and the cache
+    // is trimmed at the target, which keeps an entry that starts inside that batch; LogLoader
+    // trims the cache at the recovered LEO on the next start (`truncateFromEnd`), because
+    // entries point at records (kafka-semantics §2.3 item 1). The model applies it at once,
+    // so the live log equals what a restart recovers (issue M6 bug 1: [[3,0],[6,1]] kept the
+    // follower fetching with LastFetchedEpoch 6 forever).
+    let mut l = log();
+    let b0 = plain(1).with_offset_and_epoch(Offset(0), LeaderEpoch(3));
+    let b1 = plain(4).with_offset_and_epoch(Offset(1), LeaderEpoch(6));
+    l.append_as_follower(&b0, None).unwrap();
+    l.append_as_follower(&b1, None).unwrap();
+    assert_eq!(entries(&l), vec![(3, 0), (6, 1)]);
+    assert_eq!(l.truncate_to(Offset(3)), Ok(true));
+    assert_eq!(l.batch_count(), 1, "the batch holding offset 3 went whole");
+    assert_eq!(entries(&l), vec![(3, 0)], "no entry without a record");
+    assert_eq!(l.latest_epoch(), Some(LeaderEpoch(3)));
+    // A restart recovers the same cache from the same batches.
+    let batches: Vec<RecordBatch> = l.batches().cloned().collect();
+    let recovered = PartitionLog::recover(
+        LogConfig::default(),
+        Offset(0),
+        mirror_core::log::producer_state::ProducerStateManager::new(
+            LogConfig::default().producer_id_expiration_ms,
+        ),
+        batches,
+        Offset(0),
+    )
+    .unwrap();
+    assert_eq!(entries(&recovered), entries(&l));
+    // A target at a batch boundary keeps the entries before it, as before.
+    let mut m = log();
+    m.append_as_follower(&b0, None).unwrap();
+    m.append_as_follower(&b1, None).unwrap();
+    assert_eq!(m.truncate_to(Offset(1)), Ok(true));
+    assert_eq!(entries(&m), vec![(3, 0)]);
+    let mut n = log();
+    n.append_as_follower(&b0, None).unwrap();
+    n.append_as_follower(&b1, None).unwrap();
+    n.append_as_follower(
+        &plain(2).with_offset_and_epoch(Offset(5), LeaderEpoch(6)),
+        None,
+    )
+    .unwrap();
+    assert_eq!(n.truncate_to(Offset(5)), Ok(true));
+    assert_eq!(entries(&n), vec![(3, 0), (6, 1)], "epoch 6 still has 1-4");
+}
+
+#[test]
 fn truncate_to_below_hw_keeps_hw_only_if_below_leo() {
     let mut l = log();
     lead(&mut l, &plain(4), 0);

@@ -494,6 +494,33 @@ fn mirror_pid_reset_control_batch_decodes_with_kafka_protocol() {
 }
 
 #[test]
+fn mirror_pid_reset_names_its_source_cluster() {
+    // Goal: the stop's reset carries `SourceClusterId` (the prototype's MirrorPidResetRecord
+    // {Version, SourceClusterId}) as a Kafka string, still a one-record, non-transactional
+    // control batch that kafka-protocol reads; a version-only reset names no source.
+    let p = Params::plain(20, 1);
+    let batch = p.builder().build_mirror_pid_reset("src-cluster", 55);
+    assert!(batch.is_control_batch());
+    assert!(!batch.is_transactional());
+    assert_eq!(batch.control_record(), Some(ControlRecord::MirrorPidReset));
+    assert_eq!(batch.mirror_pid_reset_source().as_deref(), Some("src-cluster"));
+    let mut value = vec![0, 0, 0, 11];
+    value.extend_from_slice(b"src-cluster");
+    let expected = [SimpleRecord {
+        timestamp: 55,
+        key: Some(Bytes::from_static(&[0, 0, 0, 7])),
+        value: Some(Bytes::from(value)),
+        headers: vec![],
+    }];
+    assert_ours_agrees(&batch, p, &expected);
+    assert_kafka_protocol_agrees(&batch, &expected);
+    let plain = p.builder().build_control(ControlRecord::MirrorPidReset, 55);
+    assert_eq!(plain.mirror_pid_reset_source(), None);
+    let commit = p.builder().build_control(ControlRecord::commit(0), 55);
+    assert_eq!(commit.mirror_pid_reset_source(), None);
+}
+
+#[test]
 fn log_append_time_attribute_decodes_with_kafka_protocol() {
     // Goal: the timestamp-type bit (0x08) is read the same way by kafka-protocol.
     let mut builder = Params::plain(0, 1).builder();

@@ -85,6 +85,30 @@ fn mirror_chaos_seeds_pass() {
 }
 
 #[test]
+fn mirror_seeds_of_the_m6_triage_pass() {
+    // Fresh seeds that failed before the M6 fixes, one or two per root cause: a failback
+    // judged a mirror loop from a stale broker (335: isolated across the stop; 2215: the
+    // stale broker answered alone), a stop that overtook a pause asked the coordinator for
+    // PAUSING -> STOPPING forever (420, 848), a broker silent for 30 s after a cut healed
+    // (9690: registration answer lost; a broker that had not caught up its metadata then told
+    // the failback mirror its source topic was deleted), and a persistent partial fault held
+    // out of the liveness phase (191: the held broker is chosen so every partition keeps a
+    // min-ISR quorum).
+    let opts = ChaosOptions {
+        mirror: true,
+        ..ChaosOptions::default()
+    };
+    let mut failing = Vec::new();
+    for seed in [191, 335, 420, 848, 2215, 9690] {
+        let out = run_chaos_seed(seed, &opts);
+        if !out.verdict.is_pass() {
+            failing.push((seed, out.verdict));
+        }
+    }
+    assert!(failing.is_empty(), "{failing:#?}");
+}
+
+#[test]
 fn failback_after_delete_records_on_the_old_source_converges() {
     // Mirror seed 34, shrunk: the mirror is stopped at LEO 44, the old source keeps taking
     // writes and a DeleteRecords moves its log start to 93, then it fails back. Its mirror

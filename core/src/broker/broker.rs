@@ -16,9 +16,10 @@ use super::metadata_image::MetadataImage;
 use super::output::{Event, IoOp, Message, Node, Output};
 use super::partition::Partition;
 use super::purgatory::Purgatory;
-use super::storage::{self, LoadedSegments};
+use super::recovery::{self, LoadedPartition, RecoveryScan};
+use super::storage;
 use super::timers::{TimerId, Timers};
-use crate::protocol::{ClusterIdx, CorrelationId, NodeId, Request, Response};
+use crate::protocol::{ClusterIdx, CorrelationId, NodeId, NodeRole, Request, Response};
 use crate::time::Instant;
 use crate::types::{BrokerId, Offset, TopicPartition};
 
@@ -39,7 +40,7 @@ pub(super) enum Pending {
     Register,
     Heartbeat,
     FetchMetadata,
-    AlterPartition(TopicPartition),
+    AlterPartition(TopicPartition, CorrelationId),
     Fetch {
         leader: BrokerId,
         /// `(partition, fetch offset, current leader epoch)` as sent.
@@ -61,8 +62,13 @@ pub(super) enum Pending {
     },
     /// KIP-1279: reading a mirror partition's state.
     MirrorRead(TopicPartition),
-    /// KIP-1279: persisting a transition (or only the failback marker when `None`).
-    MirrorWrite(TopicPartition, Option<crate::mirror::MirrorPartitionState>),
+    /// KIP-1279: persisting a transition (or only the failback marker when `None`), with the
+    /// FAILED reason it carries (reported in the transition's event).
+    MirrorWrite(
+        TopicPartition,
+        Option<crate::mirror::MirrorPartitionState>,
+        Option<String>,
+    ),
     /// KIP-1279: LME lookup at a source broker.
     MirrorLookup {
         tp: TopicPartition,
@@ -105,10 +111,12 @@ pub struct Broker {
     pub(super) fetch_metadata_in_flight: bool,
     pub(super) partitions: BTreeMap<TopicPartition, Partition>,
     /// Logs found on disk at start-up, waiting for metadata to say they are ours.
-    pub(super) recovered:
-        BTreeMap<TopicPartition, (LoadedSegments, Option<crate::types::TopicId>, Option<Bytes>)>,
+    pub(super) recovered: BTreeMap<TopicPartition, LoadedPartition>,
     pub(super) hw_checkpoint: BTreeMap<TopicPartition, Offset>,
     pub(super) log_start_checkpoint: BTreeMap<TopicPartition, Offset>,
+    /// When the recovery point checkpoint is next written (Kafka's
+    /// `kafka-recovery-point-checkpoint` task); set when the periodic timers start.
+    pub(super) next_recovery_point_checkpoint: Option<Instant>,
     pub(super) fetchers: BTreeMap<BrokerId, Fetcher>,
     pub(super) pending: BTreeMap<CorrelationId, Pending>,
     pub(super) next_correlation: CorrelationId,
@@ -155,6 +163,7 @@ impl Broker {
                 .get(storage::LOG_START_CHECKPOINT)
                 .map(|b| storage::decode_offset_checkpoint(b))
                 .unwrap_or_default(),
+            next_recovery_point_checkpoint: None,
             fetchers: BTreeMap::new(),
             pending: BTreeMap::new(),
             next_correlation: 1,
@@ -172,13 +181,59 @@ impl Broker {
             config,
         };
         let mut io = Vec::new();
+        let mut events = Vec::new();
+        // Kafka `LogManager.loadLogs`: a clean shutdown marker skips recovery (and is removed);
+        // otherwise each log recovers from its checkpointed recovery point (0 when absent).
+        let clean = disk_image.contains_key(storage::CLEAN_SHUTDOWN_FILE);
+        if clean {
+            io.push(IoOp::Delete {
+                path: storage::CLEAN_SHUTDOWN_FILE.into(),
+            });
+        }
+        let recovery_points = disk_image
+            .get(storage::RECOVERY_POINT_CHECKPOINT)
+            .map(|b| storage::decode_offset_checkpoint(b))
+            .unwrap_or_default();
         for (tp, rec) in storage::group_by_partition(&disk_image) {
-            let loaded = storage::load_segments(&tp, &rec, &mut io);
-            b.recovered
-                .insert(tp, (loaded, rec.topic_id, rec.producer_snapshot));
+            let scan = if clean {
+                RecoveryScan::Clean
+            } else {
+                RecoveryScan::Unclean {
+                    recovery_point: recovery_points.get(&tp).copied().unwrap_or(Offset(0)),
+                }
+            };
+            let mut ops = Vec::new();
+            let loaded = recovery::load_segments(&tp, &rec, scan, &mut ops);
+            if b.config.ablation_recovery_keeps_torn_tail
+                && loaded
+                    .cut
+                    .is_some_and(|c| c.kind == recovery::CutKind::Torn)
+            {
+                ops.retain(|op| !matches!(op, IoOp::Truncate { .. }));
+            }
+            io.extend(ops);
+            if let Some(cut) = loaded.cut.filter(|c| c.kind == recovery::CutKind::Corrupt) {
+                events.push(Event::CorruptBatchCut {
+                    tp: tp.clone(),
+                    at: cut.at,
+                    truncated_bytes: loaded.truncated_bytes,
+                });
+            }
+            b.recovered.insert(
+                tp,
+                LoadedPartition {
+                    loaded,
+                    topic_id: rec.topic_id,
+                    producer_snapshot: rec.producer_snapshot,
+                    scan,
+                },
+            );
         }
         for op in io {
             b.outputs.push_back(Output::Io(op));
+        }
+        for e in events {
+            b.outputs.push_back(Output::Event(e));
         }
         b.timers.set(TimerId::ControllerRetry, Instant::ZERO);
         b
@@ -300,13 +355,24 @@ impl Broker {
         pending: Pending,
         extra_ms: i64,
     ) -> CorrelationId {
+        let timeout = self.config.request_timeout_ms + extra_ms;
+        self.send_request_within(to, req, pending, timeout)
+    }
+
+    /// [`Self::send_request`] with its own timeout (ms from now).
+    pub(super) fn send_request_within(
+        &mut self,
+        to: NodeId,
+        req: Request,
+        pending: Pending,
+        timeout_ms: i64,
+    ) -> CorrelationId {
         let id = self.next_correlation;
         self.next_correlation += 1;
         self.pending.insert(id, pending);
         self.timers.set(
             TimerId::RequestTimeout(id),
-            self.now
-                .plus_millis(self.config.request_timeout_ms + extra_ms),
+            self.now.plus_millis(timeout_ms),
         );
         self.outputs.push_back(Output::Send {
             to,
@@ -317,6 +383,18 @@ impl Broker {
     }
 }
 
+impl Broker {
+    /// Whether a request from `from` is processed: always from a broker of this cluster,
+    /// from clients and other clusters only once the broker has caught up with the metadata
+    /// log up to its registration.
+    fn serves(&self, from: NodeId) -> bool {
+        let outside =
+            from.cluster != self.config.cluster || matches!(from.role, NodeRole::Client(_));
+        !outside
+            || (self.lifecycle == Lifecycle::Registered && self.image.offset >= self.broker_epoch)
+    }
+}
+
 impl Node for Broker {
     fn handle_message(&mut self, now: Instant, from: NodeId, id: CorrelationId, message: Message) {
         self.now = self.now.max(now);
@@ -324,6 +402,14 @@ impl Node for Broker {
             return;
         }
         match message {
+            // Kafka enables request processing only once the broker has caught up with the
+            // metadata log up to its own registration (`BrokerServer` waits on the lifecycle
+            // manager's initial catch-up): before that a client or another cluster cannot
+            // reach it. Answering from an empty image would tell them the topic does not
+            // exist (mirror chaos seed 9690: a failback mirror FAILED with "source topic is
+            // deleted"). Brokers of its own cluster (replica fetches) are still answered:
+            // the broker leads nothing yet, so they get NOT_LEADER as in Kafka.
+            Message::Request(_) if !self.serves(from) => {}
             Message::Request(req) => self.handle_request(from, id, req),
             Message::Response(resp) => {
                 let Some(p) = self.pending.remove(&id) else {

@@ -20,6 +20,11 @@ pub struct BrokerConfig {
     pub replica_fetch_max_bytes: usize,
     /// `request.timeout.ms` for inter-broker and controller requests.
     pub request_timeout_ms: i64,
+    /// `controller.quorum.request.timeout.ms`: a broker's metadata-log fetch (KRaft
+    /// observer fetch) to the controller gives up after this long, so a broker cut off
+    /// from the controller catches up within seconds of the cut healing instead of a whole
+    /// `request.timeout.ms` later.
+    pub metadata_request_timeout_ms: i64,
     /// `broker.heartbeat.interval.ms`.
     pub heartbeat_interval_ms: i64,
     /// Long-poll wait of metadata fetches.
@@ -31,6 +36,14 @@ pub struct BrokerConfig {
     pub log_flush_interval_ms: Option<i64>,
     /// `log.segment.bytes`: a segment is flushed when it rolls.
     pub segment_bytes: usize,
+    /// `log.flush.offset.checkpoint.interval.ms`: how often recovery points are checkpointed.
+    pub recovery_point_checkpoint_interval_ms: i64,
+    /// `log.initial.task.delay.ms`: delay of the log manager's first periodic tasks.
+    pub log_initial_task_delay_ms: i64,
+    /// Ablation (a broken recovery, for proving `recovery_idempotent` has teeth): recovery cuts
+    /// a torn tail from the log it rebuilds but leaves the bytes in the file. Never on in a
+    /// real design.
+    pub ablation_recovery_keeps_torn_tail: bool,
     /// `log.retention.check.interval.ms`.
     pub retention_check_interval_ms: i64,
     /// `producer.id.expiration.ms`.
@@ -63,11 +76,15 @@ impl BrokerConfig {
             replica_fetch_backoff_ms: 1_000,
             replica_fetch_max_bytes: 1 << 20,
             request_timeout_ms: 30_000,
+            metadata_request_timeout_ms: 2_000,
             heartbeat_interval_ms: 2_000,
             metadata_fetch_wait_ms: 500,
             hw_checkpoint_interval_ms: 5_000,
             log_flush_interval_ms: None,
             segment_bytes: 1 << 20,
+            recovery_point_checkpoint_interval_ms: 60_000,
+            log_initial_task_delay_ms: 30_000,
+            ablation_recovery_keeps_torn_tail: false,
             retention_check_interval_ms: 300_000,
             producer_id_expiration_ms: 86_400_000,
             producer_id_expiration_check_interval_ms: 600_000,

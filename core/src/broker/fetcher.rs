@@ -194,14 +194,13 @@ impl Broker {
                 .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
         }
         let to = p.log.log_end_offset();
-        // Only KIP-1279 truncates a leader's log (LME alignment, LSO cut at stop): the
-        // leader's epoch start offset cannot stay above the new end, or no follower could
-        // rejoin the ISR (KIP-320 rule 4). Found by mirror chaos (seed 81).
-        if let super::partition::Role::Leader(l) = &mut p.role {
-            l.leader_epoch_start_offset = l.leader_epoch_start_offset.min(to);
-        }
+        // Only KIP-1279 truncates a leader's log (LME alignment, mirror divergence, LSO cut
+        // at stop).
+        p.on_leader_log_truncated();
         self.io(io);
         if changed {
+            // Kafka `LogManager.truncateTo` checkpoints the lowered recovery point at once.
+            self.write_recovery_point_checkpoint();
             self.emit(Event::Truncated {
                 tp: tp.clone(),
                 from,
@@ -251,6 +250,7 @@ impl Broker {
         if let super::partition::Role::Leader(l) = &mut p.role {
             l.leader_epoch_start_offset = start;
         }
+        p.on_leader_log_truncated();
         let mut io = Vec::new();
         p.files.truncate_fully(start, &mut io);
         p.files.write_epoch_checkpoint(&[], &mut io);
@@ -259,6 +259,8 @@ impl Broker {
             &mut io,
         );
         self.io(io);
+        // Kafka `LogManager.truncateFullyAndStartAt` checkpoints recovery points at once.
+        self.write_recovery_point_checkpoint();
         self.emit(Event::TruncatedFully {
             tp: tp.clone(),
             from,
@@ -490,7 +492,11 @@ impl Broker {
             self.on_reset_failed(leader, tp);
             return;
         };
-        let Some(local_end) = self.partitions.get(tp).map(|p| p.log.log_end_offset()) else {
+        let Some((local_end, epoch_before)) = self
+            .partitions
+            .get(tp)
+            .map(|p| (p.log.log_end_offset(), p.log.latest_epoch()))
+        else {
             return;
         };
         let mut action = reset_offset_after_out_of_range(leader_end, leader_start, local_end);
@@ -512,9 +518,21 @@ impl Broker {
             return;
         };
         let state = p.fetching_from_log_end();
+        // The reset changed nothing (same fetch offset, same last fetched epoch): the next
+        // fetch would get the same OFFSET_OUT_OF_RANGE. Back off as on any fetch error
+        // (`replica.fetch.backoff.ms`) instead of spinning fetch → ListOffsets → fetch.
+        let stuck = p.log.log_end_offset() == local_end && p.log.latest_epoch() == epoch_before;
+        let backoff = self.now.plus_millis(self.config.replica_fetch_backoff_ms);
         if let Some(part) = self.part_mut(leader, tp) {
             part.state = state;
             part.resetting = false;
+            if stuck {
+                part.delayed_until = Some(backoff);
+            }
+        }
+        if stuck {
+            self.timers
+                .set_if_earlier(TimerId::FetchBackoff(leader), backoff);
         }
         self.maybe_send_fetch(leader);
     }

@@ -664,19 +664,35 @@ impl Broker {
             new_isr: new_isr.into_iter().collect(),
         };
         let controller = self.controller();
-        let id = self.send_request(controller, req, Pending::AlterPartition(tp.clone()), 0);
+        let id = self.next_correlation;
+        let sent = self.send_request(controller, req, Pending::AlterPartition(tp.clone(), id), 0);
+        assert_eq!(sent, id, "alter_partition_correlation: ids are handed out in order");
         if let Some(Role::Leader(l)) = self.partitions.get_mut(tp).map(|p| &mut p.role) {
             l.alter_in_flight = Some(id);
         }
     }
 
-    pub(super) fn on_alter_partition_response(&mut self, tp: &TopicPartition, resp: Response) {
+    /// Kafka `Partition.handleAlterPartitionUpdate`: a response is applied only while the
+    /// proposal it answers is still this leader's pending state. Metadata that replaced the
+    /// ISR in the meantime (a controller-side change, e.g. a fenced broker removed) makes the
+    /// response stale: "partitionState was updated through leader election or some other
+    /// mechanism before we got the AlterPartition response ... we ignore it", and a result
+    /// older than the partition epoch we hold is ignored too.
+    pub(super) fn on_alter_partition_response(
+        &mut self,
+        tp: &TopicPartition,
+        id: CorrelationId,
+        resp: Response,
+    ) {
         let Some(p) = self.partitions.get_mut(tp) else {
             return;
         };
         let Role::Leader(l) = &mut p.role else {
             return;
         };
+        if l.alter_in_flight != Some(id) {
+            return;
+        }
         l.alter_in_flight = None;
         match resp {
             Response::AlterPartition {
@@ -685,7 +701,10 @@ impl Broker {
                 leader_epoch,
                 partition_epoch,
                 ..
-            } if error.is_ok() && leader_epoch == p.leader_epoch => {
+            } if error.is_ok()
+                && leader_epoch == p.leader_epoch
+                && partition_epoch > p.partition_epoch =>
+            {
                 l.isr.commit(isr.iter().copied().collect());
                 p.partition_epoch = partition_epoch;
                 self.emit(Event::IsrChanged {
@@ -698,8 +717,10 @@ impl Broker {
         }
     }
 
-    pub(super) fn on_alter_partition_failed(&mut self, tp: &TopicPartition) {
-        if let Some(Role::Leader(l)) = self.partitions.get_mut(tp).map(|p| &mut p.role) {
+    pub(super) fn on_alter_partition_failed(&mut self, tp: &TopicPartition, id: CorrelationId) {
+        if let Some(Role::Leader(l)) = self.partitions.get_mut(tp).map(|p| &mut p.role)
+            && l.alter_in_flight == Some(id)
+        {
             l.alter_in_flight = None;
             l.isr.revert_to_committed();
         }

@@ -2,16 +2,17 @@
 //! follower, creating and deleting replicas (Kafka: `BrokerLifecycleManager`,
 //! `BrokerMetadataPublisher`, `ReplicaManager.applyDelta`).
 
+use std::collections::BTreeMap;
+
 use super::broker::{Broker, Lifecycle, Pending};
 use super::fetcher::FetchPart;
 use super::output::Event;
 use super::partition::Partition;
+use super::recovery::{self, RecoveryInputs, RecoveryRecord};
 use super::storage::{self, PartitionFiles};
 use super::timers::TimerId;
 use crate::broker::metadata_image::MetadataDelta;
 use crate::log::partition_log::{LogConfig, PartitionLog};
-use crate::log::producer_snapshot;
-use crate::log::producer_state::ProducerStateManager;
 use crate::protocol::metadata::PartitionRegistration;
 use crate::protocol::{ErrorCode, Request, Response};
 use crate::replication::fetch_follower::initial_fetch_state;
@@ -50,7 +51,10 @@ impl Broker {
                         broker_id: self.config.broker_id,
                         incarnation: self.incarnation,
                     };
-                    self.send_request(self.controller(), req, Pending::Register, 0);
+                    // As for heartbeats (`send_heartbeat`): a lost answer is given up after
+                    // one heartbeat interval instead of leaving the broker silent for 30 s.
+                    let timeout = self.config.heartbeat_interval_ms;
+                    self.send_request_within(self.controller(), req, Pending::Register, timeout);
                 }
             }
             Lifecycle::Registered => self.send_fetch_metadata(),
@@ -69,7 +73,13 @@ impl Broker {
                 metadata_offset: self.image.offset,
                 want_fence: self.image.offset < self.broker_epoch,
             };
-            self.send_request(self.controller(), req, Pending::Heartbeat, 0);
+            // Given up after one heartbeat interval, so the next goes out: over Kafka's TCP
+            // connection a heartbeat sent into a short network cut arrives once the cut
+            // heals, while the simulated network drops it; waiting `request.timeout.ms` for
+            // its answer would leave the broker silent for 30 s and fenced long after the
+            // cut healed.
+            let timeout = self.config.heartbeat_interval_ms;
+            self.send_request_within(self.controller(), req, Pending::Heartbeat, timeout);
         }
         self.timers.set(
             TimerId::Heartbeat,
@@ -87,8 +97,8 @@ impl Broker {
             fetch_offset: self.image.offset + 1,
             max_wait_ms: self.config.metadata_fetch_wait_ms,
         };
-        let wait = self.config.metadata_fetch_wait_ms;
-        self.send_request(self.controller(), req, Pending::FetchMetadata, wait);
+        let timeout = self.config.metadata_request_timeout_ms;
+        self.send_request_within(self.controller(), req, Pending::FetchMetadata, timeout);
     }
 
     pub(super) fn on_request_failed(&mut self, p: Pending) {
@@ -100,13 +110,15 @@ impl Broker {
                 self.fetch_metadata_in_flight = false;
                 self.timers.set(TimerId::ControllerRetry, retry);
             }
-            Pending::AlterPartition(tp) => self.on_alter_partition_failed(&tp),
+            Pending::AlterPartition(tp, id) => self.on_alter_partition_failed(&tp, id),
             Pending::Fetch { leader, .. } => self.on_fetch_failed(leader),
             Pending::ResetOffset { leader, tp } => self.on_reset_failed(leader, &tp),
             Pending::CreateInternalTopics => self.on_internal_topics_created(),
             Pending::AllocateProducerIds => self.coord.pid_request_in_flight = false,
             Pending::MirrorRead(tp) => self.on_mirror_read(&tp, None),
-            Pending::MirrorWrite(tp, target) => self.on_mirror_write(&tp, target, None),
+            Pending::MirrorWrite(tp, target, reason) => {
+                self.on_mirror_write(&tp, target, reason, None);
+            }
             Pending::MirrorLookup { tp, broker } => self.on_mirror_lookup(&tp, broker, None),
             Pending::BumpLeaderEpochs(tp) => self.on_bump_response(&tp),
             Pending::SourceMetadata(m, b) => self.on_source_metadata(&m, b, None),
@@ -241,7 +253,9 @@ impl Broker {
                 self.mirror_sync_on_metadata();
                 self.send_fetch_metadata();
             }
-            (Pending::AlterPartition(tp), resp) => self.on_alter_partition_response(&tp, resp),
+            (Pending::AlterPartition(tp, id), resp) => {
+                self.on_alter_partition_response(&tp, id, resp);
+            }
             (Pending::Fetch { leader, sent }, Response::Fetch { error, partitions }) => {
                 self.on_fetch_response(leader, sent, error, partitions);
             }
@@ -252,8 +266,8 @@ impl Broker {
             (Pending::DeleteMirrorStates(v), resp) => self.on_delete_mirror_states(v, Some(resp)),
             (Pending::CreateInternalTopics, _) => self.on_internal_topics_created(),
             (Pending::MirrorRead(tp), resp) => self.on_mirror_read(&tp, Some(resp)),
-            (Pending::MirrorWrite(tp, target), resp) => {
-                self.on_mirror_write(&tp, target, Some(resp))
+            (Pending::MirrorWrite(tp, target, reason), resp) => {
+                self.on_mirror_write(&tp, target, reason, Some(resp))
             }
             (Pending::MirrorLookup { tp, broker }, resp) => {
                 self.on_mirror_lookup(&tp, broker, Some(resp))
@@ -299,6 +313,10 @@ impl Broker {
     }
 
     fn start_periodic_timers(&mut self) {
+        if self.next_recovery_point_checkpoint.is_none() {
+            self.next_recovery_point_checkpoint =
+                Some(self.now.plus_millis(self.config.log_initial_task_delay_ms));
+        }
         let lag = self.config.replica_lag_time_max_ms / 2;
         self.timers
             .set_if_earlier(TimerId::IsrExpiration, self.now.plus_millis(lag));
@@ -410,29 +428,28 @@ impl Broker {
         let mut io = Vec::new();
         let mut events = Vec::new();
         let partition = match self.recovered.remove(tp) {
-            Some((loaded, id, snapshot)) if id.is_none_or(|i| i == topic_id) => {
-                let log_start = self
-                    .log_start_checkpoint
-                    .get(tp)
-                    .copied()
-                    .or_else(|| loaded.batches.first().map(|b| b.base_offset()))
-                    .unwrap_or(Offset(0));
-                let base = snapshot
-                    .and_then(|s| producer_snapshot::decode(&s, cfg.producer_id_expiration_ms).ok())
-                    .unwrap_or_else(|| ProducerStateManager::new(cfg.producer_id_expiration_ms));
-                let hw = self.hw_checkpoint.get(tp).copied().unwrap_or(log_start);
-                match PartitionLog::recover(
+            Some(found) if found.topic_id.is_none_or(|i| i == topic_id) => {
+                let inputs = RecoveryInputs {
+                    scan: found.scan,
+                    log_start_checkpoint: self.log_start_checkpoint.get(tp).copied(),
+                    hw_checkpoint: self.hw_checkpoint.get(tp).copied(),
+                };
+                let loaded = found.loaded;
+                match recovery::rebuild_log(
                     cfg.clone(),
-                    log_start,
-                    base,
-                    loaded.batches.clone(),
-                    hw,
+                    &loaded,
+                    found.producer_snapshot.as_ref(),
+                    &inputs,
                 ) {
                     Ok(log) => {
                         events.push(Event::LogRecovered {
                             tp: tp.clone(),
                             log_end_offset: log.log_end_offset(),
                             truncated_bytes: loaded.truncated_bytes,
+                            record: std::sync::Arc::new(RecoveryRecord {
+                                inputs,
+                                log: log.clone(),
+                            }),
                         });
                         Partition::new(tp.clone(), topic_id, log, loaded.files)
                     }
@@ -442,9 +459,9 @@ impl Broker {
                     }
                 }
             }
-            Some((loaded, _, _)) => {
+            Some(found) => {
                 // A stray log of an older incarnation of the topic (different id): delete it.
-                loaded.files.delete_all(&mut io);
+                found.loaded.files.delete_all(&mut io);
                 self.fresh_partition(tp, topic_id, cfg, &mut io)
             }
             None => self.fresh_partition(tp, topic_id, cfg, &mut io),
@@ -493,6 +510,19 @@ impl Broker {
             .iter()
             .map(|(tp, p)| (tp.clone(), p.log.log_start_offset()))
             .collect();
+        // Kafka checkpoints recovery points on their own schedule (every
+        // `log.flush.offset.checkpoint.interval.ms` after `log.initial.task.delay.ms`); the
+        // model checks that schedule at this tick rather than adding a timer.
+        if self
+            .next_recovery_point_checkpoint
+            .is_some_and(|due| due <= self.now)
+        {
+            self.write_recovery_point_checkpoint();
+            self.next_recovery_point_checkpoint = Some(
+                self.now
+                    .plus_millis(self.config.recovery_point_checkpoint_interval_ms),
+            );
+        }
         let hw = storage::encode_offset_checkpoint(&self.hw_checkpoint);
         let ls = storage::encode_offset_checkpoint(&self.log_start_checkpoint);
         self.io(vec![
@@ -509,6 +539,26 @@ impl Broker {
             TimerId::HwCheckpoint,
             self.now.plus_millis(self.config.hw_checkpoint_interval_ms),
         );
+    }
+
+    /// Writes every log's recovery point (Kafka: `LogManager.checkpointRecoveryOffsetsInDir`),
+    /// the logs loaded at start-up and not yet claimed by metadata included, as Kafka loads
+    /// every log before it checkpoints.
+    pub(super) fn write_recovery_point_checkpoint(&mut self) {
+        let mut points: BTreeMap<TopicPartition, Offset> = self
+            .recovered
+            .iter()
+            .map(|(tp, r)| (tp.clone(), r.loaded.files.recovery_point()))
+            .collect();
+        points.extend(
+            self.partitions
+                .iter()
+                .map(|(tp, p)| (tp.clone(), p.files.recovery_point())),
+        );
+        self.io(vec![crate::broker::output::IoOp::WriteAtomic {
+            path: storage::RECOVERY_POINT_CHECKPOINT.into(),
+            bytes: storage::encode_offset_checkpoint(&points),
+        }]);
     }
 
     fn flush_logs(&mut self) {

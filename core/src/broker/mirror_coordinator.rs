@@ -420,9 +420,14 @@ impl Broker {
                         });
                     }
                 }
-                if !pds.is_empty() {
+                let desired = self
+                    .mirror_membership(&topic_name)
+                    .filter(|m| m.mirror_name == name)
+                    .map(|m| m.desired);
+                if !pds.is_empty() || desired.is_some() {
                     topics.push(MirrorTopicDescription {
                         name: topic_name,
+                        desired,
                         partitions: pds,
                     });
                 }

@@ -42,6 +42,13 @@ pub struct MirrorFetchState {
     pub refreshing: BTreeSet<String>,
     /// Rotates the bootstrap broker.
     pub bootstrap_cursor: usize,
+    /// Source brokers whose last request from us timed out, with the time it did, until one
+    /// answers again. Kafka's `NetworkClient` disconnects a node on a request timeout and
+    /// `leastLoadedNode` picks another for the metadata refresh that the disconnect asks for;
+    /// without this a refresh rotates back onto a dead broker and waits out another request
+    /// timeout (mirror chaos seed 9730: one isolated source broker held a failback past the
+    /// liveness bound).
+    pub unreachable: BTreeMap<(ClusterIdx, BrokerId), Instant>,
     /// "Unknown topic" answers per topic: `(first broker, first time)`. A deletion needs a
     /// second answer from another broker at least 5 s later (the prototype needs two
     /// observations; a broker still catching up on metadata must not fail a mirror).
@@ -91,8 +98,7 @@ impl Broker {
             .filter(|(_, r)| r.mirror == mirror)
             .map(|(tp, _)| tp.topic.to_string())
             .collect();
-        let b = brokers[self.mirror_fetch.bootstrap_cursor % brokers.len()];
-        self.mirror_fetch.bootstrap_cursor += 1;
+        let b = self.pick_source_broker(cluster, &brokers);
         self.mirror_fetch.refreshing.insert(mirror.to_string());
         let req = Request::Metadata {
             topics: Some(topics.into_iter().collect()),
@@ -103,6 +109,37 @@ impl Broker {
             Pending::SourceMetadata(mirror.to_string(), b),
             0,
         );
+    }
+
+    /// The bootstrap broker for a metadata refresh (Kafka `leastLoadedNode`): the next one in
+    /// rotation that has not timed out on us since it last answered; when every one has, the
+    /// one that timed out longest ago.
+    fn pick_source_broker(&mut self, cluster: ClusterIdx, brokers: &[BrokerId]) -> BrokerId {
+        let n = brokers.len();
+        let start = self.mirror_fetch.bootstrap_cursor;
+        self.mirror_fetch.bootstrap_cursor += 1;
+        let unreachable = &self.mirror_fetch.unreachable;
+        (0..n)
+            .map(|i| brokers[(start + i) % n])
+            .find(|b| !unreachable.contains_key(&(cluster, *b)))
+            .unwrap_or_else(|| {
+                *brokers
+                    .iter()
+                    .min_by_key(|b| unreachable.get(&(cluster, **b)))
+                    .expect("brokers_not_empty")
+            })
+    }
+
+    /// A request to a source broker timed out: until it answers again, metadata refreshes
+    /// go elsewhere, and every partition whose cached leader it is rediscovers its leader
+    /// (Kafka: a disconnect requests a metadata update for the node's partitions).
+    fn on_source_broker_timeout(&mut self, cluster: ClusterIdx, broker: BrokerId) {
+        self.mirror_fetch
+            .unreachable
+            .insert((cluster, broker), self.now);
+        self.mirror_fetch
+            .source_leaders
+            .retain(|_, (c, l, _)| (*c, *l) != (cluster, broker));
     }
 
     pub(super) fn on_source_metadata(
@@ -116,9 +153,13 @@ impl Broker {
             return;
         };
         let Some(Response::Metadata { topics, .. }) = resp else {
+            if resp.is_none() {
+                self.on_source_broker_timeout(cluster, from_broker);
+            }
             self.mirror_retry_later_ms(1_000);
             return;
         };
+        self.mirror_fetch.unreachable.remove(&(cluster, from_broker));
         for t in topics {
             if t.error == ErrorCode::UnknownTopicOrPartition {
                 let (first_broker, first_at) = *self
@@ -284,6 +325,11 @@ impl Broker {
         resp: Option<Response>,
     ) {
         self.mirror_fetch.busy.remove(&(cluster, leader));
+        if resp.is_some() {
+            self.mirror_fetch.unreachable.remove(&(cluster, leader));
+        } else {
+            self.on_source_broker_timeout(cluster, leader);
+        }
         for (tp, _) in &sent {
             if let Some(p) = self.mirror_fetch.parts.get_mut(tp) {
                 p.in_flight = false;

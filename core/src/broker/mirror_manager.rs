@@ -5,7 +5,7 @@
 //! lookup on the other cluster, truncation, ISR wait), MIRRORING (the mirror fetcher),
 //! PAUSING, and STOPPING (the design's stop plan). A new leader re-drives the current state.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::broker::{Broker, Pending};
 use super::mirror_coordinator::{BOOTSTRAP_SERVERS_CONFIG, SOURCE_CLUSTER_INDEX_CONFIG};
@@ -13,8 +13,9 @@ use super::output::{Event, TruncationCause};
 use super::timers::TimerId;
 use crate::log::producer_state::AppendOrigin;
 use crate::mirror::{
-    FailbackMarker, LastMirrorEpochsValue, MirrorPartitionState as S, MirrorPartitionStatus,
-    StopStep, TruncationPoint, isr_converged, stop_plan, truncation_point,
+    FailbackMarker, LastMirrorEpochsValue, LmeLookup, LookupVerdict, MirrorPartitionState as S,
+    MirrorPartitionStatus, StopStep, TruncationPoint, is_valid_transition, isr_converged,
+    lso_truncation_target, stop_plan, truncation_point,
 };
 use crate::protocol::messages::{
     MirrorPartitionStateWrite, ReadMirrorStatesTopic, WriteMirrorStatesTopic,
@@ -37,16 +38,7 @@ pub enum MirrorStep {
     /// In a stable state (MIRRORING with a fetcher, PAUSED, STOPPED, FAILED).
     Idle,
     /// PREPARING: asking the other cluster's brokers for the LME.
-    LookupLme {
-        /// Brokers that have not answered.
-        pending: BTreeSet<BrokerId>,
-        /// Best `(epoch, offset)` so far.
-        best: (i32, i64),
-        /// A reverse mirror there is stopping: retry later.
-        blocked: bool,
-        /// A reverse mirror there is actively mirroring this topic from us: a mirror loop.
-        looped: Option<String>,
-    },
+    LookupLme(LmeLookup),
     /// PREPARING: waiting until no ISR follower is ahead.
     AwaitIsr,
     /// STOPPING: at step `index` of the stop plan, waiting for `wait`.
@@ -292,6 +284,12 @@ impl Broker {
             .status
             .as_ref()
             .map(|s| (s.state, s.state_epoch, s.leader_epoch));
+        // A FAILED record read back carries its reason.
+        let reason = r
+            .status
+            .as_ref()
+            .filter(|s| s.state == S::Failed)
+            .and_then(|s| s.error_message.clone());
         let read = status
             .filter(|s| s.2 == leader_epoch)
             .map(|(state, state_epoch, _)| (state, state_epoch));
@@ -319,6 +317,7 @@ impl Broker {
                 to,
                 state_epoch,
                 leader_epoch: writer,
+                reason,
             });
         } else if let (Some((from, from_epoch)), Some((to, state_epoch))) = (before, read)
             && from != S::Unknown
@@ -332,6 +331,7 @@ impl Broker {
                 to,
                 state_epoch,
                 leader_epoch,
+                reason,
             });
         }
         self.mirror_drive_from_state(tp, true);
@@ -345,15 +345,13 @@ impl Broker {
         match &r.step {
             MirrorStep::Reading | MirrorStep::Writing(_) => {}
             MirrorStep::Idle => self.mirror_drive_from_state(tp, false),
-            MirrorStep::LookupLme {
-                pending, blocked, ..
-            } => {
+            MirrorStep::LookupLme(lookup) => {
                 if r.desired == DesiredMirrorState::Stopped {
                     // A stop overtakes PREPARING even while the other cluster does not answer
                     // the LME lookup: failover during a source outage must work (A.1). Late
                     // lookup answers find the step changed and are dropped.
                     self.mirror_drive_from_state(tp, false);
-                } else if pending.is_empty() || *blocked {
+                } else if lookup.verdict() != LookupVerdict::Waiting {
                     self.mirror_drive_from_state(tp, true);
                 }
             }
@@ -382,6 +380,15 @@ impl Broker {
             // Seed allows STOPPING only from PREPARING/MIRRORING: a stop that overtook a
             // resume goes through MIRRORING first.
             (S::Paused, DesiredMirrorState::Stopped) => S::Mirroring,
+            // Likewise a stop that overtook a pause: the coordinator skips a PAUSING ->
+            // STOPPING write it does not allow (no error, no new state epoch), so asking for
+            // it would loop forever (mirror chaos seeds 420, 848, 1453). The pause finishes
+            // first (PAUSING -> PAUSED -> MIRRORING -> STOPPING).
+            (S::Pausing, DesiredMirrorState::Stopped)
+                if !is_valid_transition(&self.config.mirror_design, S::Pausing, S::Stopping) =>
+            {
+                S::Pausing
+            }
             (S::Stopped, DesiredMirrorState::Stopped) => S::Stopped,
             (_, DesiredMirrorState::Stopped) => S::Stopping,
             (S::Stopping, _) => S::Stopping,
@@ -399,7 +406,14 @@ impl Broker {
             return;
         }
         if current == S::Unknown && target == S::Failed {
-            self.mirror_write_failed(tp, "no mirror state recorded while the topic is stopped");
+            self.mirror_fail(tp, LOST_STATE_REASON);
+            return;
+        }
+        if current == S::Failed && target == S::Stopping && state_was_lost(r.status.as_ref()) {
+            // The stop after a lost state carries the reason on, so that its leader (or the
+            // next one, after a re-read) knows it cannot tell mirrored records from the
+            // partition's own writes (see `StopStep::RecordLastMirror`).
+            self.mirror_write_with(tp, Some(target), None, Some((LOST_STATE_REASON, 0)));
             return;
         }
         self.mirror_write(tp, Some(target), None);
@@ -415,13 +429,14 @@ impl Broker {
         self.mirror_write_with(tp, target, last_mirror, None);
     }
 
-    /// [`Self::mirror_write`] carrying a FAILED reason (`retry_attempt` -1: non-retryable).
+    /// [`Self::mirror_write`] carrying an error message and retry counter (a FAILED reason is
+    /// `(reason, -1)`: non-retryable).
     fn mirror_write_with(
         &mut self,
         tp: &TopicPartition,
         target: Option<S>,
         last_mirror: Option<(i32, i64)>,
-        failure: Option<&str>,
+        failure: Option<(&str, i16)>,
     ) {
         let Some(r) = self.mirror_runs.get_mut(tp) else {
             return;
@@ -455,8 +470,8 @@ impl Broker {
             state_epoch: target.map(|_| state_epoch),
             last_mirror_epoch: last_mirror.map(|(e, _)| LeaderEpoch(e)),
             last_mirror_offset: last_mirror.map(|(_, o)| Offset(o)),
-            error_message: failure.map(str::to_string),
-            retry_attempt: if failure.is_some() { -1 } else { 0 },
+            error_message: failure.map(|(m, _)| m.to_string()),
+            retry_attempt: failure.map_or(0, |(_, r)| r),
             previous_state: r.state().value(),
         };
         let req = Request::WriteMirrorStates {
@@ -467,18 +482,20 @@ impl Broker {
                 partitions: vec![w],
             }],
         };
-        self.send_request(to, req, Pending::MirrorWrite(tp.clone(), target), 0);
+        let reason = failure.map(|(m, _)| m.to_string());
+        self.send_request(to, req, Pending::MirrorWrite(tp.clone(), target, reason), 0);
     }
 
     /// Persists FAILED with a reason (non-retryable).
     pub(super) fn mirror_write_failed(&mut self, tp: &TopicPartition, reason: &str) {
-        self.mirror_write_with(tp, Some(S::Failed), None, Some(reason));
+        self.mirror_write_with(tp, Some(S::Failed), None, Some((reason, -1)));
     }
 
     pub(super) fn on_mirror_write(
         &mut self,
         tp: &TopicPartition,
         target: Option<S>,
+        reason: Option<String>,
         resp: Option<Response>,
     ) {
         let result = match resp {
@@ -521,6 +538,7 @@ impl Broker {
                     to: t,
                     state_epoch,
                     leader_epoch,
+                    reason: reason.filter(|_| t == S::Failed),
                 });
                 self.mirror_enter(tp, t);
             }
@@ -626,12 +644,11 @@ impl Broker {
         let topic_id = r.topic_id;
         let me = self.config.cluster.0.to_string();
         let r = self.mirror_runs.get_mut(tp).expect("run");
-        r.step = MirrorStep::LookupLme {
-            pending: brokers.iter().copied().collect(),
-            best: (-1, -1),
-            blocked: false,
-            looped: None,
-        };
+        r.step = MirrorStep::LookupLme(LmeLookup::new(
+            &tp.topic,
+            tp.partition,
+            brokers.iter().copied(),
+        ));
         for b in brokers {
             let req = Request::DescribeMirrors {
                 mirror_names: None,
@@ -659,66 +676,26 @@ impl Broker {
         let Some(r) = self.mirror_runs.get_mut(tp) else {
             return;
         };
-        let MirrorStep::LookupLme {
-            pending,
-            best,
-            blocked,
-            looped,
-        } = &mut r.step
-        else {
+        let MirrorStep::LookupLme(lookup) = &mut r.step else {
             return;
         };
         match resp {
-            Some(Response::DescribeMirrors { mirrors }) => {
-                pending.remove(&broker);
-                for m in mirrors {
-                    for t in m.topics {
-                        for p in t
-                            .partitions
-                            .into_iter()
-                            .filter(|p| p.partition == tp.partition)
-                        {
-                            // Failback safety: the reverse mirror must have stopped there. One
-                            // that still mirrors this topic from us is a loop (FAILED,
-                            // non-retryable); one that is stopping is waited for.
-                            if p.state == S::Stopping.to_string()
-                                || p.state == S::Failed.to_string()
-                            {
-                                *blocked = true;
-                            } else if p.state != S::Stopped.to_string()
-                                && p.state != S::Unknown.to_string()
-                            {
-                                *looped = Some(m.mirror_name.clone());
-                            }
-                            if p.last_mirror_epoch > best.0 {
-                                *best = (p.last_mirror_epoch, p.last_mirror_offset);
-                            }
-                        }
-                    }
-                }
+            Some(Response::DescribeMirrors { mirrors }) => lookup.on_answer(broker, &mirrors),
+            // Unreachable broker: left out of this round (see `LmeLookup`).
+            _ => lookup.on_unreachable(broker),
+        }
+        match lookup.verdict() {
+            LookupVerdict::Waiting => {}
+            LookupVerdict::Loop(m) => {
+                r.step = MirrorStep::Idle;
+                self.mirror_fail(tp, &format!("Detected mirror loop for mirror: {m}"));
             }
-            _ => {
-                // Unreachable broker: ask it again later (transient: stay PREPARING).
-                let at = self.now.plus_millis(1_000);
-                self.timers.set_if_earlier(TimerId::MirrorRetry, at);
-                return;
+            LookupVerdict::Retry(_) => {
+                r.step = MirrorStep::Idle;
+                self.mirror_retry_later();
             }
+            LookupVerdict::Truncate(best) => self.prepare_truncate(tp, best),
         }
-        if !pending.is_empty() {
-            return;
-        }
-        if let Some(m) = looped.clone() {
-            r.step = MirrorStep::Idle;
-            self.mirror_fail(tp, &format!("Detected mirror loop for mirror: {m}"));
-            return;
-        }
-        if *blocked {
-            r.step = MirrorStep::Idle;
-            self.mirror_retry_later();
-            return;
-        }
-        let best = *best;
-        self.prepare_truncate(tp, best);
     }
 
     /// Truncates at the start of the first epoch above the LME (or per the design's marker).
@@ -929,7 +906,10 @@ impl Broker {
                 false
             }
             StopStep::TruncateToLso => {
-                let lso = self.partitions.get(tp).map(|p| p.log.last_stable_offset());
+                let lso = self
+                    .partitions
+                    .get(tp)
+                    .map(|p| lso_truncation_target(&p.log));
                 if let Some(lso) = lso {
                     self.truncate_replica(tp, lso, TruncationCause::Mirror);
                 }
@@ -952,6 +932,24 @@ impl Broker {
                 if matches!(wait, StopWait::Recording) {
                     return false;
                 }
+                // A stop that runs because the partition's state was lost (a `__mirror_state`
+                // record gone with a declared loss while the topic was already STOPPED and
+                // writable) cannot tell mirrored records from the partition's own writes: the
+                // log's greatest epoch may be one the source never had, which the LME must not
+                // claim ("the greatest leader epoch ... the destination cluster recognizes from
+                // the source cluster", B §4.2). It records nothing: the coordinator keeps what
+                // it still has, or answers -1 and a failback copies everything (A.1, "LME
+                // -1 ... truncate everything"), which is always safe. Mirror chaos seed 3212:
+                // a stop on an empty log (epoch 0 kept), local writes in epoch 0, the state
+                // lost, the re-run stop recorded LME 0 and the failback kept the old source's
+                // own epoch 0 under the new primary's.
+                let lost = self
+                    .mirror_runs
+                    .get(tp)
+                    .is_some_and(|r| state_was_lost(r.status.as_ref()));
+                if lost {
+                    return true;
+                }
                 let Some(p) = self.partitions.get(tp) else {
                     return false;
                 };
@@ -959,7 +957,8 @@ impl Broker {
                 // bumped destination epoch at the LEO holds none). A re-driven stop may find
                 // its own MIRROR_PID_RESET (destination epoch) already at the log end: the LME
                 // and offset are those of the mirrored log before it.
-                let (lme, leo) = last_mirrored_position(&p.log);
+                let source = self.mirror_source_cluster(tp).map(|c| c.0.to_string());
+                let (lme, leo) = last_mirrored_position(&p.log, source.as_deref());
                 if let Some(r) = self.mirror_runs.get_mut(tp) {
                     r.step = MirrorStep::Stop {
                         index,
@@ -981,18 +980,26 @@ impl Broker {
                         .get(tp)
                         .is_some_and(|p| p.log.high_watermark() >= *required);
                 }
-                // Idempotent re-drive: a reset already at the log end is not written twice.
+                // Idempotent re-drive: this stop's reset already at the log end is not written
+                // twice (a reset mirrored from the other cluster names another source).
+                let source = self
+                    .mirror_source_cluster(tp)
+                    .map_or_else(String::new, |c| c.0.to_string());
                 let already = self
                     .partitions
                     .get(tp)
                     .and_then(|p| p.log.batches().next_back().cloned());
                 let required = match already {
-                    Some(b) if b.control_record() == Some(ControlRecord::MirrorPidReset) => {
+                    Some(b)
+                        if b.control_record() == Some(ControlRecord::MirrorPidReset)
+                            && (source.is_empty()
+                                || b.mirror_pid_reset_source().is_some_and(|s| s == source)) =>
+                    {
                         b.next_offset()
                     }
                     _ => {
                         let batch = BatchBuilder::new()
-                            .build_control(ControlRecord::MirrorPidReset, self.now.as_millis());
+                            .build_mirror_pid_reset(&source, self.now.as_millis());
                         match self.append_leader(tp, &batch, AppendOrigin::Coordinator) {
                             Ok(info) => info.last_offset.plus(1),
                             Err(_) => {
@@ -1070,7 +1077,11 @@ impl Broker {
             };
             match &r.step {
                 MirrorStep::Reading => self.send_mirror_read(&tp),
-                MirrorStep::LookupLme { .. } => self.prepare_lookup(&tp),
+                // A round still waiting for answers (or their timeouts) is not restarted: a
+                // restart would forget the answers so far and ask a dead broker again, so one
+                // dead broker would hold PREPARING for as long as it is down.
+                MirrorStep::LookupLme(l) if l.verdict() == LookupVerdict::Waiting => {}
+                MirrorStep::LookupLme(_) => self.prepare_lookup(&tp),
                 MirrorStep::Idle => self.mirror_drive_from_state(&tp, true),
                 _ => self.mirror_drive(&tp),
             }
@@ -1092,12 +1103,48 @@ fn greatest_epoch_below(log: &crate::log::PartitionLog, end: Offset) -> i32 {
         .map_or(-1, |e| e.0)
 }
 
-/// `(LME, end offset)` of the mirrored log: up to the LEO, or up to a trailing
-/// MIRROR_PID_RESET (the stop's own, written after the LME was recorded).
-fn last_mirrored_position(log: &crate::log::PartitionLog) -> (i32, Offset) {
-    let end = match log.batches().next_back() {
-        Some(b) if b.control_record() == Some(ControlRecord::MirrorPidReset) => b.base_offset(),
-        _ => log.log_end_offset(),
+/// Why a partition fails when its desired state is STOPPED and no state is recorded.
+const LOST_STATE_REASON: &str = "no mirror state recorded while the topic is stopped";
+
+/// The status is FAILED, or the stop that follows it, because the state was lost.
+fn state_was_lost(status: Option<&MirrorPartitionStatus>) -> bool {
+    status.is_some_and(|s| {
+        matches!(s.state, S::Failed | S::Stopping)
+            && s.error_message.as_deref() == Some(LOST_STATE_REASON)
+    })
+}
+
+/// `(LME, end offset)` of the mirrored log: up to the LEO, or up to this stop's own
+/// MIRROR_PID_RESET.
+///
+/// A stop writes its reset right before STOPPED, and only then takes client writes. A stop
+/// re-driven after its STOPPED record was lost (the `__mirror_state` tail gone with unflushed
+/// data, a declared loss, while the partition kept its own post-failover writes) finds its
+/// reset followed by those writes, in epochs the source never had: "the greatest source epoch
+/// now in the log" (A.1) is the one below the reset (mirror chaos seeds 2335, 7541 recorded
+/// the failover's epoch 1, and the failback kept the old source's own epoch-1 tail).
+///
+/// Only the log's last reset can be this stop's, and only if it names this mirror's source
+/// cluster (`SourceClusterId`): a reset mirrored from the other cluster (the second failover
+/// of a ping-pong, S6) follows records of *that* cluster's source, and everything after it
+/// is source data of this mirror, so the LME is the greatest epoch of the whole log. Taking
+/// the epoch below a mirrored reset records an LME the other cluster's writes sit above, and
+/// the next failback cuts (and re-copies) acknowledged writes for nothing
+/// (`s06_double_failover_ping_pong`).
+fn last_mirrored_position(log: &crate::log::PartitionLog, source: Option<&str>) -> (i32, Offset) {
+    let own_reset = match source {
+        Some(source) => log
+            .batches()
+            .rev()
+            .find(|b| b.control_record() == Some(ControlRecord::MirrorPidReset))
+            .filter(|b| b.mirror_pid_reset_source().as_deref() == Some(source)),
+        // The mirror's source is unknown (its config is gone): only a reset at the log end
+        // can be told to be this stop's.
+        None => log
+            .batches()
+            .next_back()
+            .filter(|b| b.control_record() == Some(ControlRecord::MirrorPidReset)),
     };
+    let end = own_reset.map_or_else(|| log.log_end_offset(), |b| b.base_offset());
     (greatest_epoch_below(log, end), end)
 }

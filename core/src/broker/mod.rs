@@ -7,7 +7,8 @@
 //! - [`fetcher`]: the replica fetcher (truncate-on-fetch).
 //! - [`partition`]: one replica (log + leader/follower state).
 //! - [`purgatory`]: delayed produce and fetch.
-//! - [`storage`]: segments, checkpoints, recovery.
+//! - [`storage`]: segments and checkpoints on disk.
+//! - [`recovery`]: reading a replica back after a crash (torn tails, bit rot, recovery point).
 //! - [`acl_sync`]: KIP-1279 ACL sync, a step of the mirror metadata sync.
 
 pub mod acl_sync;
@@ -27,6 +28,7 @@ pub mod mirror_sync;
 pub mod output;
 pub mod partition;
 pub mod purgatory;
+pub mod recovery;
 pub mod storage;
 pub mod timers;
 

@@ -89,6 +89,19 @@ pub enum Event {
         log_end_offset: Offset,
         /// Bytes dropped from a torn or corrupt tail.
         truncated_bytes: u64,
+        /// The recovery's inputs and result, for the checker that repeats it.
+        record: std::sync::Arc<super::recovery::RecoveryRecord>,
+    },
+    /// Loading a partition's segments at start-up (before metadata names the replica) found a
+    /// whole batch that fails its CRC in a scanned segment, and cut the log there: flushed
+    /// data this replica had is gone (bit rot).
+    CorruptBatchCut {
+        /// Partition.
+        tp: TopicPartition,
+        /// The first offset lost (the new log end).
+        at: Offset,
+        /// Bytes cut from the files (the rest of the segment and every later one).
+        truncated_bytes: u64,
     },
     /// Became leader.
     BecameLeader {
@@ -264,6 +277,8 @@ pub enum Event {
         state_epoch: i32,
         /// Leader epoch of the writer.
         leader_epoch: LeaderEpoch,
+        /// Why, for a transition to FAILED (the `error_message` persisted with it).
+        reason: Option<String>,
     },
     /// KIP-1279 PREPARING: the log was aligned with the LME from the other cluster.
     MirrorAligned {

@@ -156,11 +156,17 @@ impl Partition {
         self.replicas = reg.replicas.clone();
         self.partition_epoch = reg.partition_epoch;
         if !is_new_epoch {
-            // ISR-only update while leading: adopt the committed ISR unless ours is newer.
-            if let Role::Leader(l) = &mut self.role
-                && l.alter_in_flight.is_none()
-            {
+            // ISR-only update while leading (Kafka `makeLeader` with the same epoch): the
+            // metadata's ISR is the committed state, whatever this leader has in flight; a
+            // pending AlterPartition is now stale and its response is ignored
+            // (`handleAlterPartitionUpdate`). Keeping the old ISR while a proposal was in
+            // flight left the leader expanding a stale ISR that still held a broker the
+            // controller had fenced and removed: every proposal was INELIGIBLE_REPLICA, a
+            // dead replica at the LEO never counts as lagging, and the returning follower
+            // never rejoined (mirror chaos seed 7540).
+            if let Role::Leader(l) = &mut self.role {
                 l.isr = IsrState::committed(reg.isr.iter().copied());
+                l.alter_in_flight = None;
             }
             return false;
         }
@@ -210,6 +216,20 @@ impl Partition {
             leader_epoch: reg.leader_epoch,
         });
         true
+    }
+
+    /// Leader bookkeeping after this replica's own log was truncated (only KIP-1279 truncates
+    /// a leader): the epoch start offset cannot stay above the new end, or no follower could
+    /// rejoin the ISR (KIP-320 rule 4; mirror chaos seed 81), and the HW counts no follower
+    /// beyond it until the follower fetches again (`ReplicaState::on_leader_truncated`).
+    pub fn on_leader_log_truncated(&mut self) {
+        let end = self.log.log_end_offset();
+        if let Role::Leader(l) = &mut self.role {
+            l.leader_epoch_start_offset = l.leader_epoch_start_offset.min(end);
+            for st in l.followers.values_mut() {
+                st.on_leader_truncated(end);
+            }
+        }
     }
 
     /// Leader: records a follower fetch at `fetch_offset` (Kafka:

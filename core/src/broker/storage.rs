@@ -8,9 +8,13 @@
 //! <topic>-<partition>/producer-snapshot           producer state at the log start
 //! replication-offset-checkpoint                   "0\n<n>\n<topic> <partition> <hw>\n..."
 //! log-start-offset-checkpoint                     same format, log start offsets
+//! recovery-point-offset-checkpoint                same format, recovery points
 //! ```
 //! Appends and truncations go to the page cache; a segment is flushed when it rolls (and on
-//! `log.flush.interval.ms` if set), as Kafka does. Checkpoints are written atomically.
+//! `log.flush.interval.ms` if set), as Kafka does. Checkpoints are written atomically. The
+//! recovery point (Kafka: `LocalLog.recoveryPoint`) is the offset below which the log was
+//! flushed; recovery after a crash validates from the segment that holds its checkpointed value
+//! (see [`super::recovery`]).
 
 use std::collections::BTreeMap;
 
@@ -18,16 +22,18 @@ use bytes::Bytes;
 
 use super::output::IoOp;
 use crate::log::epoch_cache::EpochEntry;
-use crate::record::{BatchError, RecordBatch};
+use crate::record::RecordBatch;
 use crate::types::{Offset, TopicId, TopicPartition};
+
+pub use super::recovery::{LoadedSegments, RecoveredPartition, group_by_partition};
 
 /// One segment file: its base offset, size, and the end position of each batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Segment {
-    base: Offset,
-    size: u64,
+pub(super) struct Segment {
+    pub(super) base: Offset,
+    pub(super) size: u64,
     /// `(next offset after the batch, end position)` per batch, in order.
-    index: Vec<(Offset, u64)>,
+    pub(super) index: Vec<(Offset, u64)>,
 }
 
 /// The files of one partition replica.
@@ -37,6 +43,9 @@ pub struct PartitionFiles {
     segments: Vec<Segment>,
     /// Bytes appended since the last flush of the active segment.
     dirty: bool,
+    /// Offsets below this are flushed (Kafka: `LocalLog.recoveryPoint`): raised when a roll
+    /// flushes the old segment and by a periodic flush, lowered by truncation.
+    recovery_point: Offset,
 }
 
 /// Directory name of a partition (Kafka: `<topic>-<partition>`).
@@ -55,6 +64,11 @@ pub fn segment_file(base: Offset) -> String {
 pub const HW_CHECKPOINT: &str = "replication-offset-checkpoint";
 /// Path of the broker's log start checkpoint.
 pub const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
+/// Path of the broker's recovery point checkpoint (Kafka: `LogManager.RecoveryPointCheckpointFile`).
+pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+/// The marker a clean shutdown leaves (Kafka: `CleanShutdownFileHandler`); with it, recovery
+/// scans nothing. The model's brokers only ever stop by a crash, so none writes it.
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 
 impl PartitionFiles {
     /// Files for a new, empty log starting at `start`; emits the directory's metadata file.
@@ -77,7 +91,54 @@ impl PartitionFiles {
                 index: Vec::new(),
             }],
             dirty: false,
+            recovery_point: start,
         }
+    }
+
+    /// Files rebuilt by recovery (already matching the disk).
+    pub(super) fn recovered(dir: String, segments: Vec<Segment>, recovery_point: Offset) -> Self {
+        Self {
+            dir,
+            segments,
+            dirty: false,
+            recovery_point,
+        }
+    }
+
+    /// The same files with their recovery point set (after recovery).
+    #[must_use]
+    pub(super) fn with_recovery_point(mut self, recovery_point: Offset) -> Self {
+        self.recovery_point = recovery_point;
+        self
+    }
+
+    /// The offset below which the log is flushed (what the recovery point checkpoint records).
+    #[must_use]
+    pub fn recovery_point(&self) -> Offset {
+        self.recovery_point
+    }
+
+    /// The offset after the last batch in the files.
+    #[must_use]
+    pub fn log_end_offset(&self) -> Offset {
+        let seg = self.segments.last().expect("one segment always exists");
+        seg.index.last().map_or(seg.base, |(next, _)| *next)
+    }
+
+    /// Every segment file's path with the bytes it must hold, in order (for checkers).
+    #[must_use]
+    pub fn segment_paths(&self) -> Vec<(String, u64)> {
+        self.segments
+            .iter()
+            .filter(|s| s.size > 0)
+            .map(|s| (self.path(s.base), s.size))
+            .collect()
+    }
+
+    /// The partition's directory.
+    #[must_use]
+    pub fn dir(&self) -> &str {
+        &self.dir
     }
 
     fn path(&self, base: Offset) -> String {
@@ -95,6 +156,9 @@ impl PartitionFiles {
             out.push(IoOp::Flush {
                 path: self.path(old),
             });
+            // Kafka `UnifiedLog.roll` flushes up to the new segment's base offset
+            // (`flushUptoOffsetExclusive`), which moves the recovery point there.
+            self.recovery_point = self.recovery_point.max(batch.base_offset());
             self.segments.push(Segment {
                 base: batch.base_offset(),
                 size: 0,
@@ -142,6 +206,8 @@ impl PartitionFiles {
                 len: new_size,
             });
         }
+        // Kafka `LocalLog.updateLogEndOffset`: the recovery point never stays above the end.
+        self.recovery_point = self.recovery_point.min(self.log_end_offset());
     }
 
     /// Mirrors `truncate_fully_and_start_at(start)`: every segment is deleted and a new empty
@@ -158,6 +224,7 @@ impl PartitionFiles {
             index: Vec::new(),
         }];
         self.dirty = false;
+        self.recovery_point = self.recovery_point.min(start);
     }
 
     /// Deletes segments wholly below `log_start` (Kafka deletes whole segments; the active
@@ -171,7 +238,8 @@ impl PartitionFiles {
         }
     }
 
-    /// fsync of the active segment if it has unflushed appends.
+    /// fsync of the active segment if it has unflushed appends; the whole log is then flushed
+    /// (Kafka `UnifiedLog.flush` up to the LEO marks the recovery point there).
     pub fn flush(&mut self, out: &mut Vec<IoOp>) {
         if self.dirty {
             let base = self.segments.last().expect("active segment").base;
@@ -180,6 +248,7 @@ impl PartitionFiles {
             });
             self.dirty = false;
         }
+        self.recovery_point = self.recovery_point.max(self.log_end_offset());
     }
 
     /// Deletes every file of the partition.
@@ -248,139 +317,4 @@ pub fn decode_offset_checkpoint(bytes: &[u8]) -> BTreeMap<TopicPartition, Offset
         }
     }
     out
-}
-
-/// A partition's files as found on disk after a restart.
-#[derive(Clone, Debug, Default)]
-pub struct RecoveredPartition {
-    /// Topic id from `partition.metadata`.
-    pub topic_id: Option<TopicId>,
-    /// Segments by base offset.
-    pub segments: BTreeMap<Offset, Bytes>,
-    /// The producer snapshot, if written.
-    pub producer_snapshot: Option<Bytes>,
-}
-
-/// What recovery found in one partition directory, after validating batches.
-#[derive(Clone, Debug)]
-pub struct LoadedSegments {
-    /// The valid batches, in order.
-    pub batches: Vec<RecordBatch>,
-    /// Files rebuilt to match (sizes and indexes).
-    pub files: PartitionFiles,
-    /// Bytes cut from a torn or corrupt tail (and later segments).
-    pub truncated_bytes: u64,
-    /// The error that ended the valid prefix, if any.
-    pub error: Option<BatchError>,
-}
-
-/// Groups a disk image (path → bytes) by partition directory.
-#[must_use]
-pub fn group_by_partition(
-    files: &BTreeMap<String, Bytes>,
-) -> BTreeMap<TopicPartition, RecoveredPartition> {
-    let mut out: BTreeMap<TopicPartition, RecoveredPartition> = BTreeMap::new();
-    for (path, bytes) in files {
-        let Some((dir, file)) = path.split_once('/') else {
-            continue;
-        };
-        let Some((topic, part)) = dir.rsplit_once('-') else {
-            continue;
-        };
-        let Ok(partition) = part.parse::<i32>() else {
-            continue;
-        };
-        let entry = out
-            .entry(TopicPartition::new(topic, partition))
-            .or_default();
-        if let Some(base) = file
-            .strip_suffix(".log")
-            .and_then(|b| b.parse::<i64>().ok())
-        {
-            entry.segments.insert(Offset(base), bytes.clone());
-        } else if file == "producer-snapshot" {
-            entry.producer_snapshot = Some(bytes.clone());
-        } else if file == "partition.metadata" {
-            entry.topic_id = std::str::from_utf8(bytes)
-                .ok()
-                .and_then(|t| t.lines().find_map(|l| l.strip_prefix("topic_id: ")))
-                .and_then(|h| u128::from_str_radix(h.trim(), 16).ok())
-                .map(TopicId);
-        }
-    }
-    out
-}
-
-/// Validates segments in order (Kafka: `LogLoader.recoverLog`): the valid prefix is kept; a
-/// torn or corrupt batch ends it, and everything after it (rest of the segment, later
-/// segments) is dropped. Emits the truncations and deletions that make the files match.
-#[must_use]
-pub fn load_segments(
-    tp: &TopicPartition,
-    rec: &RecoveredPartition,
-    out: &mut Vec<IoOp>,
-) -> LoadedSegments {
-    let dir = partition_dir(tp);
-    let mut batches = Vec::new();
-    let mut segments = Vec::new();
-    let mut truncated_bytes = 0u64;
-    let mut error = None;
-    for (base, bytes) in &rec.segments {
-        if error.is_some() {
-            truncated_bytes += bytes.len() as u64;
-            out.push(IoOp::Delete {
-                path: format!("{dir}/{}", segment_file(*base)),
-            });
-            continue;
-        }
-        let (valid, err) = RecordBatch::decode_many(bytes.clone());
-        let mut seg = Segment {
-            base: *base,
-            size: 0,
-            index: Vec::new(),
-        };
-        for b in valid {
-            if batches
-                .last()
-                .is_some_and(|p: &RecordBatch| b.base_offset() <= p.last_offset())
-            {
-                error = Some(BatchError::CorruptRecord {
-                    index: 0,
-                    reason: "offsets not increasing across batches",
-                });
-                break;
-            }
-            seg.size += b.size_in_bytes() as u64;
-            seg.index.push((b.next_offset(), seg.size));
-            batches.push(b);
-        }
-        if err.is_some() && error.is_none() {
-            error = err;
-        }
-        if seg.size < bytes.len() as u64 {
-            truncated_bytes += bytes.len() as u64 - seg.size;
-            out.push(IoOp::Truncate {
-                path: format!("{dir}/{}", segment_file(*base)),
-                len: seg.size,
-            });
-        }
-        segments.push(seg);
-    }
-    if segments.is_empty() {
-        segments.push(Segment {
-            base: Offset(0),
-            size: 0,
-            index: Vec::new(),
-        });
-    }
-    LoadedSegments {
-        batches,
-        files: PartitionFiles {
-            dir,
-            segments,
-            dirty: false,
-        },
-        truncated_bytes,
-        error,
-    }
 }

@@ -217,10 +217,13 @@ impl PartitionLog {
             .map_or(log_start, |b| b.base_offset().min(log_start));
         log.truncate_fully_and_start_at(start, None);
         for b in &batches {
-            log.append_as_follower(b, None)?;
+            log.append_replayed(b, None)?;
         }
         let log_start = log_start.max(start).min(log.log_end_offset);
         log.log_start_offset = log_start;
+        // Kafka LogLoader.load: `truncateFromEnd(recovered LEO)` then
+        // `truncateFromStart(logStartOffset)`; every entry points at a recovered record.
+        log.epoch_cache.truncate_from_end(log.log_end_offset);
         log.epoch_cache.truncate_from_start(log_start);
         log.producer_state_base = producer_base;
         log.producer_state_base.update_map_end_offset(log_start);
@@ -393,6 +396,19 @@ impl PartitionLog {
         batch: &RecordBatch,
         fetch_leader_epoch: Option<LeaderEpoch>,
     ) -> Result<LogAppendInfo, AppendError> {
+        // Kafka `UnifiedLog.analyzeAndValidateRecords`: a replicated batch's CRC is checked
+        // (`CorruptRecordException`, the fetcher retries after a backoff). Only a batch read
+        // unchecked from a segment recovery did not scan can fail it (bit rot).
+        crate::record::codec::validate_frame(batch.bytes())?;
+        self.append_replayed(batch, fetch_leader_epoch)
+    }
+
+    /// [`Self::append_as_follower`] without the CRC check: recovery replays what it loaded.
+    fn append_replayed(
+        &mut self,
+        batch: &RecordBatch,
+        fetch_leader_epoch: Option<LeaderEpoch>,
+    ) -> Result<LogAppendInfo, AppendError> {
         if batch.base_offset() < self.log_end_offset {
             return Err(AppendError::OffsetMismatch {
                 expected: self.log_end_offset,
@@ -484,15 +500,21 @@ impl PartitionLog {
             return Ok(true);
         }
         // Kafka: LogSegment.truncateTo removes the whole batch containing `target`.
-        while self
-            .batches
-            .back()
-            .is_some_and(|b| b.last_offset() >= target)
-        {
+        let mut data_end = target;
+        while let Some(b) = self.batches.back().filter(|b| b.last_offset() >= target) {
+            data_end = data_end.min(b.base_offset());
             self.batches.pop_back();
         }
         self.txn_index.truncate_to(target);
-        self.epoch_cache.truncate_from_end(target);
+        // Kafka trims the cache at `target` (`truncateFromEnd(targetOffset)`), which keeps an
+        // entry starting inside the removed batch; its LogLoader drops that entry at the next
+        // start (`truncateFromEnd(recovered LEO)`), since cache entries point at records. The
+        // model applies that rule at once: a target in the middle of a batch trims the cache
+        // at the batch's base. Otherwise a follower cut mid-batch (OFFSET_OUT_OF_RANGE with a
+        // leader LEO inside its own batch) keeps fetching with the epoch of records it no
+        // longer has, which a mirror leader (no epoch of its own, B §8.2) answers with
+        // OFFSET_OUT_OF_RANGE forever (issue M6 bug 1).
+        self.epoch_cache.truncate_from_end(data_end);
         self.log_start_offset = self.log_start_offset.min(target);
         self.log_end_offset = target;
         if self.high_watermark >= self.log_end_offset {

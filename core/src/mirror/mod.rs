@@ -15,12 +15,15 @@
 //!   and state-epoch fencing (kip1279.md B §4.2).
 //! - [`alignment`]: where PREPARING / LOG_ALIGNMENT truncates (LME, LMO or last mirror
 //!   position) and when the replicas have converged.
+//! - [`lme_lookup`]: the failback lookup on the other cluster (LME, loop and stopped
+//!   checks) and when its answers are enough.
 //! - [`stopping`]: the STOPPING (failover) plan of each design as an ordered list of steps.
 //!
 //! Nothing here does I/O, reads a clock or draws random numbers.
 
 pub mod alignment;
 pub mod design;
+pub mod lme_lookup;
 pub mod mirror_name;
 pub mod policy;
 pub mod state;
@@ -30,6 +33,7 @@ pub mod stopping;
 
 pub use alignment::{TruncationPoint, isr_converged, truncation_point};
 pub use design::{Ablations, Design, DesignParseError, Preset};
+pub use lme_lookup::{LmeLookup, LookupVerdict, RetryReason};
 pub use mirror_name::{DesiredState, MirrorNameConfig, MirrorNameError, validate_mirror_name};
 pub use policy::{
     DivergenceAction, DivergencePolicy, EpochCheck, EpochFencing, FailbackMarker,

@@ -131,11 +131,25 @@ pub fn last_mirror_position(log: &PartitionLog) -> (i32, i64) {
     (last_mirrored_epoch(log), log.log_end_offset().0)
 }
 
-/// Where [`StopStep::TruncateToLso`] cuts: the log's last stable offset (which is also at or
-/// below the HW, so the unreplicated tail goes too).
+/// Where [`StopStep::TruncateToLso`] cuts: the last stable offset (at or below the HW, so the
+/// unreplicated tail goes too) of the log **after** the cut. Truncating to the LSO removes the
+/// markers above it, and a transaction that began below the LSO and ended above it (its
+/// COMMIT/ABORT after the first offset of a still-open one) is open again once its marker is
+/// gone (kafka-semantics §1.8: truncation reloads producer state). The seed's stop truncates
+/// "to LSO for transactional consistency" (kip1279.md A.1): the cut moves down to that
+/// transaction's first offset, and again, until the log has no open transaction (mirror chaos
+/// seed 5143: LSO 2280, a transaction from 1960 committed at 2285 reopened by the cut).
 #[must_use]
 pub fn lso_truncation_target(log: &PartitionLog) -> Offset {
-    log.last_stable_offset()
+    let mut cut = log.clone();
+    loop {
+        let lso = cut.last_stable_offset();
+        // Each round removes at least the batch at the LSO, so this ends (at the log start
+        // at the latest).
+        if lso >= cut.log_end_offset() || !matches!(cut.truncate_to(lso), Ok(true)) {
+            return lso;
+        }
+    }
 }
 
 /// The `MinLeaderEpoch` of the stop bump: the latest epoch in the log (UNDEFINED when

@@ -172,6 +172,58 @@ fn log_values_used_by_the_steps() {
     );
 }
 
+/// Kafka's transactional batches: producer `pid` at offset `at`, sequence `seq`, two records.
+fn txn_at(pid: i64, seq: i32, at: i64) -> crate::record::RecordBatch {
+    BatchBuilder::transactional(ProducerId(pid), ProducerEpoch(0), Sequence(seq))
+        .base_offset(Offset(at))
+        .leader_epoch(LeaderEpoch(0))
+        .build(&[SimpleRecord::value(0, "t"), SimpleRecord::value(0, "u")])
+}
+
+#[test]
+fn the_lso_cut_reaches_a_log_with_no_open_transaction() {
+    use crate::record::ControlRecord;
+    // Producer 7 opens at 0, producer 8 opens at 2, producer 7 commits at 4: the LSO is 2.
+    let mut log = PartitionLog::new(LogConfig::default());
+    log.append_as_follower(&txn_at(7, 0, 0), None)
+        .expect("append");
+    log.append_as_follower(&txn_at(8, 0, 2), None)
+        .expect("append");
+    let commit = BatchBuilder::transactional(ProducerId(7), ProducerEpoch(0), Sequence::NONE)
+        .base_offset(Offset(4))
+        .leader_epoch(LeaderEpoch(0))
+        .build_control(ControlRecord::commit(0), 0);
+    log.append_as_follower(&commit, None).expect("append");
+    log.update_high_watermark(log.log_end_offset());
+    assert_eq!(log.last_stable_offset(), Offset(2));
+    // Cutting at 2 removes producer 7's COMMIT: its transaction from 0 is open again.
+    let mut once = log.clone();
+    once.truncate_to(Offset(2)).expect("truncate");
+    assert_eq!(once.last_stable_offset(), Offset(0), "reopened at 0");
+    // The stop's cut goes down to 0, where nothing is open (seed 5143).
+    let target = lso_truncation_target(&log);
+    assert_eq!(target, Offset(0));
+    let mut cut = log.clone();
+    cut.truncate_to(target).expect("truncate");
+    assert_eq!(cut.last_stable_offset(), cut.log_end_offset());
+    assert!(cut.producer_state().ongoing_txns().is_empty());
+    // With the COMMIT below the open transaction, one cut is enough.
+    let mut decided = PartitionLog::new(LogConfig::default());
+    decided
+        .append_as_follower(&txn_at(7, 0, 0), None)
+        .expect("append");
+    let commit = BatchBuilder::transactional(ProducerId(7), ProducerEpoch(0), Sequence::NONE)
+        .base_offset(Offset(2))
+        .leader_epoch(LeaderEpoch(0))
+        .build_control(ControlRecord::commit(0), 0);
+    decided.append_as_follower(&commit, None).expect("append");
+    decided
+        .append_as_follower(&txn_at(8, 0, 3), None)
+        .expect("append");
+    decided.update_high_watermark(decided.log_end_offset());
+    assert_eq!(lso_truncation_target(&decided), Offset(3));
+}
+
 #[test]
 fn bump_completion() {
     // Goal: complete once the metadata epoch is strictly greater ("epoch 11 vs target 0").

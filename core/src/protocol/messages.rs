@@ -720,6 +720,10 @@ pub struct MirrorDescription {
 pub struct MirrorTopicDescription {
     /// Topic name.
     pub name: String,
+    /// The topic's desired state in this mirror per the answering broker's metadata image
+    /// (what `ListClusterMirrors` answers; the failback loop check), `None` when the topic
+    /// is not in the mirror there.
+    pub desired: Option<crate::protocol::metadata::DesiredMirrorState>,
     /// Partitions this broker leads (brokers answer local-only).
     pub partitions: Vec<MirrorPartitionDescription>,
 }

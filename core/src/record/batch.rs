@@ -118,6 +118,20 @@ impl RecordBatch {
     /// control batches a well-formed single control record.
     pub fn decode(bytes: Bytes) -> Result<Self, BatchError> {
         let total = codec::validate_frame(&bytes)?;
+        Self::decode_framed(bytes, total)
+    }
+
+    /// Parses one batch like [`Self::decode`] but without comparing its CRC: what a Kafka
+    /// segment that recovery did not scan yields (below the recovery point, or after a clean
+    /// shutdown; `LogLoader.recoverLog`). The records must still parse; a batch whose stored
+    /// CRC is wrong comes back with [`Self::is_valid`] false, and readers that check it
+    /// (a follower's append) refuse it.
+    pub fn decode_unchecked_crc(bytes: Bytes) -> Result<Self, BatchError> {
+        let total = codec::frame_len_unchecked_crc(&bytes)?;
+        Self::decode_framed(bytes, total)
+    }
+
+    fn decode_framed(bytes: Bytes, total: usize) -> Result<Self, BatchError> {
         if total != bytes.len() {
             return Err(BatchError::CorruptRecord {
                 index: 0,
@@ -166,13 +180,28 @@ impl RecordBatch {
     /// first invalid one. Returns the valid prefix and the error at its end, if any (Kafka's
     /// log recovery truncates there).
     #[must_use]
-    pub fn decode_many(mut bytes: Bytes) -> (Vec<RecordBatch>, Option<BatchError>) {
+    pub fn decode_many(bytes: Bytes) -> (Vec<RecordBatch>, Option<BatchError>) {
+        Self::split(bytes, true)
+    }
+
+    /// [`Self::decode_many`] without CRC comparisons (see [`Self::decode_unchecked_crc`]).
+    #[must_use]
+    pub fn decode_many_unchecked_crc(bytes: Bytes) -> (Vec<RecordBatch>, Option<BatchError>) {
+        Self::split(bytes, false)
+    }
+
+    fn split(mut bytes: Bytes, check_crc: bool) -> (Vec<RecordBatch>, Option<BatchError>) {
         let mut out = Vec::new();
         while !bytes.is_empty() {
-            match codec::validate_frame(&bytes) {
+            let framed = if check_crc {
+                codec::validate_frame(&bytes)
+            } else {
+                codec::frame_len_unchecked_crc(&bytes)
+            };
+            match framed {
                 Ok(total) => {
                     let b = bytes.split_to(total);
-                    match RecordBatch::decode(b) {
+                    match RecordBatch::decode_framed(b, total) {
                         Ok(batch) => out.push(batch),
                         Err(e) => return (out, Some(e)),
                     }
@@ -302,6 +331,19 @@ impl RecordBatch {
     pub fn records(&self) -> Vec<Record> {
         codec::decode_records(&self.bytes, self.header.record_count)
             .expect("batch_records_valid: records were validated when the batch was built")
+    }
+
+    /// The `SourceClusterId` of a `MIRROR_PID_RESET` batch: `None` for any other batch and for a
+    /// reset written without one (version-only value).
+    #[must_use]
+    pub fn mirror_pid_reset_source(&self) -> Option<String> {
+        if self.control != Some(ControlRecord::MirrorPidReset) {
+            return None;
+        }
+        let value = self.records().into_iter().next()?.value?;
+        let len = usize::try_from(i16::from_be_bytes([*value.get(2)?, *value.get(3)?])).ok()?;
+        let id = value.get(4..4 + len)?;
+        String::from_utf8(id.to_vec()).ok()
     }
 
     /// Recomputes the CRC over the current bytes and compares it with the stored one.
@@ -455,6 +497,29 @@ impl BatchBuilder {
         let mut b = self.clone();
         b.is_transactional = transactional;
         b.encode(&[rec], timestamp, timestamp, true)
+    }
+
+    /// Builds the `MIRROR_PID_RESET` control batch a stop appends, naming the source cluster
+    /// whose records it follows (the prototype's `MirrorPidResetRecord{Version,
+    /// SourceClusterId}`, kip1279.md B §4.3). The id lets a re-driven stop tell its own reset
+    /// from one mirrored from another cluster ([`RecordBatch::mirror_pid_reset_source`]).
+    #[must_use]
+    pub fn build_mirror_pid_reset(&self, source_cluster_id: &str, timestamp: i64) -> RecordBatch {
+        let record = ControlRecord::MirrorPidReset;
+        let id = source_cluster_id.as_bytes();
+        let len = i16::try_from(id.len()).expect("cluster_id_fits_a_kafka_string");
+        let mut value = BytesMut::with_capacity(4 + id.len());
+        value.put_i16(0);
+        value.put_i16(len);
+        value.put_slice(id);
+        let rec = Record {
+            timestamp_delta: 0,
+            offset_delta: 0,
+            key: Some(record.key_bytes()),
+            value: Some(value.freeze()),
+            headers: Vec::new(),
+        };
+        self.encode(&[rec], timestamp, timestamp, true)
     }
 
     fn encode(&self, recs: &[Record], base_ts: i64, max_ts: i64, control: bool) -> RecordBatch {

@@ -25,7 +25,8 @@ pub(crate) const BASE_OFFSET: usize = 0;
 pub(crate) const BATCH_LENGTH: usize = 8;
 pub(crate) const PARTITION_LEADER_EPOCH: usize = 12;
 pub(crate) const MAGIC: usize = 16;
-pub(crate) const CRC: usize = 17;
+/// Position of the stored CRC32C (4 bytes, outside the range it covers).
+pub const CRC: usize = 17;
 pub(crate) const ATTRIBUTES: usize = 21;
 pub(crate) const LAST_OFFSET_DELTA: usize = 23;
 pub(crate) const BASE_TIMESTAMP: usize = 27;
@@ -283,6 +284,30 @@ pub fn compute_crc(batch: &[u8]) -> u32 {
 
 /// Checks the framing and CRC of one batch at the start of `bytes`; returns its total size.
 pub fn validate_frame(bytes: &[u8]) -> Result<usize, BatchError> {
+    let total = frame_len(bytes)?;
+    let stored = get_u32(bytes, CRC);
+    let computed = compute_crc(&bytes[..total]);
+    if stored != computed {
+        return Err(BatchError::InvalidCrc {
+            base_offset: get_i64(bytes, BASE_OFFSET),
+            stored,
+            computed,
+        });
+    }
+    check_codec(bytes)?;
+    Ok(total)
+}
+
+/// The framing checks of [`validate_frame`] without the CRC (what Kafka's
+/// `FileLogInputStream` reads when it iterates a segment: header, magic and length; the CRC is
+/// only compared by `ensureValid`); returns the batch's total size.
+pub fn frame_len_unchecked_crc(bytes: &[u8]) -> Result<usize, BatchError> {
+    let total = frame_len(bytes)?;
+    check_codec(bytes)?;
+    Ok(total)
+}
+
+fn frame_len(bytes: &[u8]) -> Result<usize, BatchError> {
     if bytes.len() < RECORD_BATCH_OVERHEAD {
         return Err(BatchError::Truncated {
             needed: RECORD_BATCH_OVERHEAD,
@@ -304,20 +329,15 @@ pub fn validate_frame(bytes: &[u8]) -> Result<usize, BatchError> {
             available: bytes.len(),
         });
     }
-    let stored = get_u32(bytes, CRC);
-    let computed = compute_crc(&bytes[..total]);
-    if stored != computed {
-        return Err(BatchError::InvalidCrc {
-            base_offset: get_i64(bytes, BASE_OFFSET),
-            stored,
-            computed,
-        });
-    }
+    Ok(total)
+}
+
+fn check_codec(bytes: &[u8]) -> Result<(), BatchError> {
     let codec = get_i16(bytes, ATTRIBUTES) & COMPRESSION_CODEC_MASK;
     if codec != 0 {
         return Err(BatchError::UnsupportedCompression(codec));
     }
-    Ok(total)
+    Ok(())
 }
 
 #[cfg(test)]

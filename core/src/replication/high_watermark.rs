@@ -37,7 +37,8 @@ pub fn is_under_min_isr(isr: &IsrState, min_insync_replicas: usize, replica_coun
 /// `replicas` are the followers (Kafka's `remoteReplicasMap`), so the replication factor is
 /// `replicas.len() + 1`. With the KIP-966 gate on, nothing happens under min ISR. Otherwise
 /// the candidate is the leader's LEO, lowered to the LEO of every follower that is in the
-/// maximal ISR, or that is caught up and ISR-eligible (so a follower about to join is waited
+/// maximal ISR, or that is caught up and ISR-eligible (a LEO capped at a later cut of the
+/// leader's own log: `ReplicaState::end_for_high_watermark`, KIP-1279 only) (so a follower about to join is waited
 /// for instead of being outrun). Returns `Some(new)` only when `new > current_hw`
 /// (`maybeIncrementHighWatermark`): the leader HW never decreases here.
 #[allow(clippy::too_many_arguments)]
@@ -62,8 +63,9 @@ pub fn maybe_increment_leader_hw(
         let counts = maximal.contains(&r.broker_id)
             || (r.is_caught_up(leader_leo, now_ms, replica_lag_time_max_ms)
                 && is_eligible(r.broker_id));
-        if counts && r.log_end_offset < new_hw {
-            new_hw = r.log_end_offset;
+        let end = r.end_for_high_watermark();
+        if counts && end < new_hw {
+            new_hw = end;
         }
     }
     (new_hw > current_hw).then_some(new_hw)

@@ -38,7 +38,7 @@ fn test_isr_expansion() {
     let mut state = IsrState::committed([LEADER]);
     let mut remote = ReplicaState::new(REMOTE);
     remote.reset_replica_state(1_000, Offset(10), true, false);
-    assert_eq!(remote.last_caught_up_time_ms, 0);
+    assert_eq!(remote.last_caught_up_time_ms, ReplicaState::NEVER_MS);
 
     fetch(&mut remote, 3, 2_000, 10);
     // LEO 3 >= HW 0 but below the epoch start 10 (KIP-320 rule 4): no expansion.

@@ -22,11 +22,23 @@ pub struct ReplicaState {
     pub last_fetch_time_ms: i64,
     /// The broker epoch the follower sent in its last fetch (KIP-903); `None` until then.
     pub broker_epoch: Option<i64>,
+    /// KIP-1279 only: the end the leader truncated its own log to since this follower's last
+    /// fetch (see [`Self::on_leader_truncated`]); `None` once the follower fetched again.
+    pub leader_truncated_to: Option<Offset>,
 }
 
 impl ReplicaState {
     /// Kafka's `UnifiedLog.UnknownOffset` (-1): a follower the leader has not heard from.
     pub const UNKNOWN_OFFSET: Offset = Offset(-1);
+
+    /// "Never" for the fetch and caught-up times. Kafka writes `0L`, the Unix epoch, which
+    /// is decades before any wall-clock `now`; simulated time starts at 0, where `0` would
+    /// mean "just now" and let a follower that is not in the ISR count as caught up for the
+    /// first `replica.lag.time.max.ms` of a run, holding a new leader's HW at an offset the
+    /// follower never reported (mirror chaos seed 420: a sole-ISR coordinator leader kept
+    /// its HW below an uncommitted state record, fencing every write with
+    /// FENCED_STATE_EPOCH).
+    pub const NEVER_MS: i64 = i64::MIN / 2;
 
     /// A follower the leader has not heard from (Kafka: `ReplicaState.Empty`).
     #[must_use]
@@ -35,10 +47,11 @@ impl ReplicaState {
             broker_id,
             log_end_offset: Self::UNKNOWN_OFFSET,
             log_start_offset: Self::UNKNOWN_OFFSET,
-            last_caught_up_time_ms: 0,
+            last_caught_up_time_ms: Self::NEVER_MS,
             last_fetch_leader_log_end_offset: Offset(0),
-            last_fetch_time_ms: 0,
+            last_fetch_time_ms: Self::NEVER_MS,
             broker_epoch: None,
+            leader_truncated_to: None,
         }
     }
 
@@ -76,6 +89,7 @@ impl ReplicaState {
         self.last_fetch_time_ms = fetch_time_ms;
         self.last_caught_up_time_ms = last_caught_up;
         self.broker_epoch = Some(broker_epoch);
+        self.leader_truncated_to = None;
         Ok(())
     }
 
@@ -92,10 +106,38 @@ impl ReplicaState {
             || now_ms.saturating_sub(self.last_caught_up_time_ms) <= replica_lag_time_max_ms
     }
 
+    /// KIP-1279 only: the leader truncated its own log to `leader_end` (LME alignment, a
+    /// mirror divergence, the LSO cut at stop, a restart at the source log start). Kafka never
+    /// truncates a leader, so a follower's fetch offset always names a prefix of the leader's
+    /// log (the leader records it only on a non-diverging fetch, kafka-semantics §1.2). After
+    /// the cut the two share at most the leader's log below `leader_end`, and the leader may
+    /// refill the rest with other data: counted at its old offset, the follower would let the
+    /// HW pass what it holds (`HW ≤ min LEO over maximalIsr`, kafka-semantics §2.3 item 2;
+    /// mirror chaos seeds 918, 1336, 1914). So the HW counts it at most at the cut
+    /// ([`Self::end_for_high_watermark`]) until its next fetch reports where it is. The
+    /// reported LEO itself stays: PREPARING's wait needs to know the follower may still hold
+    /// the cut tail (prototype `maybeCompleteReplicaConvergence`).
+    pub fn on_leader_truncated(&mut self, leader_end: Offset) {
+        if self.log_end_offset > leader_end {
+            self.leader_truncated_to = Some(
+                self.leader_truncated_to
+                    .map_or(leader_end, |t| t.min(leader_end)),
+            );
+        }
+    }
+
+    /// The offset up to which the follower counts for the leader's HW: its reported LEO,
+    /// capped at a later cut of the leader's own log (KIP-1279).
+    #[must_use]
+    pub fn end_for_high_watermark(&self) -> Offset {
+        self.leader_truncated_to
+            .map_or(self.log_end_offset, |t| t.min(self.log_end_offset))
+    }
+
     /// Re-initialises the state when this broker becomes leader in a new epoch (Kafka:
     /// `Replica.resetReplicaState`, called by `makeLeader` with `leader_end_offset` = the
-    /// leader epoch start offset). An ISR member is considered caught up "now"; others get 0
-    /// so they do not hold the HW back. A *new* leader forgets the follower's offsets and
+    /// leader epoch start offset). An ISR member is considered caught up "now"; others get
+    /// "never" (Kafka: 0, the epoch) so they do not hold the HW back. A *new* leader forgets the follower's offsets and
     /// broker epoch; a re-elected one keeps them.
     pub fn reset_replica_state(
         &mut self,
@@ -104,14 +146,19 @@ impl ReplicaState {
         is_new_leader: bool,
         is_follower_in_sync: bool,
     ) {
-        let in_sync_time = if is_follower_in_sync { now_ms } else { 0 };
+        let in_sync_time = if is_follower_in_sync {
+            now_ms
+        } else {
+            Self::NEVER_MS
+        };
         self.last_caught_up_time_ms = in_sync_time;
         if is_new_leader {
             self.log_start_offset = Self::UNKNOWN_OFFSET;
             self.log_end_offset = Self::UNKNOWN_OFFSET;
             self.last_fetch_leader_log_end_offset = Self::UNKNOWN_OFFSET;
-            self.last_fetch_time_ms = 0;
+            self.last_fetch_time_ms = Self::NEVER_MS;
             self.broker_epoch = None;
+            self.leader_truncated_to = None;
         } else {
             self.last_fetch_leader_log_end_offset = leader_end_offset;
             self.last_fetch_time_ms = in_sync_time;

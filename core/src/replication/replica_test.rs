@@ -24,9 +24,9 @@ fn test_initial_state() {
     let r = ReplicaState::new(BrokerId(0));
     assert_eq!(r.log_start_offset, UNKNOWN);
     assert_eq!(r.log_end_offset, UNKNOWN);
-    assert_eq!(r.last_caught_up_time_ms, 0);
+    assert_eq!(r.last_caught_up_time_ms, ReplicaState::NEVER_MS);
     assert_eq!(r.last_fetch_leader_log_end_offset, Offset(0));
-    assert_eq!(r.last_fetch_time_ms, 0);
+    assert_eq!(r.last_fetch_time_ms, ReplicaState::NEVER_MS);
     assert_eq!(r.broker_epoch, None);
 }
 
@@ -38,7 +38,7 @@ fn test_update_fetch_state() {
         (r.log_start_offset, r.log_end_offset),
         (Offset(1), Offset(5))
     );
-    assert_eq!(r.last_caught_up_time_ms, 0);
+    assert_eq!(r.last_caught_up_time_ms, ReplicaState::NEVER_MS);
     assert_eq!(r.last_fetch_leader_log_end_offset, Offset(10));
     assert_eq!(r.last_fetch_time_ms, 100);
     assert_eq!(r.broker_epoch, Some(1));
@@ -98,9 +98,9 @@ fn test_reset_replica_state_when_leader_is_reelected_and_replica_is_not_in_sync(
         (r.log_start_offset, r.log_end_offset),
         (Offset(1), Offset(10))
     );
-    assert_eq!(r.last_caught_up_time_ms, 0);
+    assert_eq!(r.last_caught_up_time_ms, ReplicaState::NEVER_MS);
     assert_eq!(r.last_fetch_leader_log_end_offset, Offset(11));
-    assert_eq!(r.last_fetch_time_ms, 0);
+    assert_eq!(r.last_fetch_time_ms, ReplicaState::NEVER_MS);
 }
 
 #[test]
@@ -111,7 +111,7 @@ fn test_reset_replica_state_when_new_leader_is_elected_and_replica_is_in_sync() 
     assert_eq!((r.log_start_offset, r.log_end_offset), (UNKNOWN, UNKNOWN));
     assert_eq!(r.last_caught_up_time_ms, 200);
     assert_eq!(r.last_fetch_leader_log_end_offset, UNKNOWN);
-    assert_eq!(r.last_fetch_time_ms, 0);
+    assert_eq!(r.last_fetch_time_ms, ReplicaState::NEVER_MS);
     assert_eq!(r.broker_epoch, None);
 }
 
@@ -121,9 +121,9 @@ fn test_reset_replica_state_when_new_leader_is_elected_and_replica_is_not_in_syn
     update(&mut r, 10, 1, 100, 10);
     r.reset_replica_state(200, Offset(11), true, false);
     assert_eq!((r.log_start_offset, r.log_end_offset), (UNKNOWN, UNKNOWN));
-    assert_eq!(r.last_caught_up_time_ms, 0);
+    assert_eq!(r.last_caught_up_time_ms, ReplicaState::NEVER_MS);
     assert_eq!(r.last_fetch_leader_log_end_offset, UNKNOWN);
-    assert_eq!(r.last_fetch_time_ms, 0);
+    assert_eq!(r.last_fetch_time_ms, ReplicaState::NEVER_MS);
     assert_eq!(r.broker_epoch, None);
 }
 
@@ -183,4 +183,71 @@ fn test_is_caught_up_does_not_overflow() {
     let mut r2 = ReplicaState::new(BrokerId(0));
     r2.last_caught_up_time_ms = i64::MAX;
     assert!(r2.is_caught_up(Offset(1), i64::MIN, LAG_MS));
+}
+
+/// KIP-1279: a leader that truncates its own log (a mirror divergence at 1644, its log held
+/// 2798) must not keep counting a follower at the old end for its HW: the follower shares at
+/// most the leader's log below the cut. The HW waits at the cut until the follower's next
+/// fetch reports where it really is (mirror chaos seed 918). The reported LEO itself stays
+/// (PREPARING's wait reads it: the follower may still hold the cut tail).
+#[test]
+fn test_leader_truncation_caps_the_follower_for_the_hw() {
+    use super::high_watermark::{HwConfig, maybe_increment_leader_hw};
+    use super::isr::IsrState;
+    let cfg = HwConfig {
+        min_insync_replicas: 1,
+        kip966_min_isr_gate: true,
+    };
+    let isr = IsrState::committed([BrokerId(2), BrokerId(3)]);
+    let hw = |r: &ReplicaState| {
+        maybe_increment_leader_hw(
+            Offset(2900),
+            Offset(1644),
+            std::slice::from_ref(r),
+            &isr,
+            |_| true,
+            110,
+            LAG_MS,
+            &cfg,
+        )
+    };
+    let mut r = ReplicaState::new(BrokerId(3));
+    update(&mut r, 2798, 0, 100, 2798);
+    // Without the cap the leader, refilled past the cut with new data up to 2900, would
+    // commit up to 2798: data the follower does not have.
+    assert_eq!(hw(&r), Some(Offset(2798)));
+    r.on_leader_truncated(Offset(1644));
+    assert_eq!(r.log_end_offset, Offset(2798), "the reported end stays");
+    assert_eq!(r.end_for_high_watermark(), Offset(1644));
+    assert_eq!(hw(&r), None, "no advance until the follower fetches again");
+    // A second, lower cut lowers the cap; a higher one does not raise it.
+    r.on_leader_truncated(Offset(1500));
+    r.on_leader_truncated(Offset(1600));
+    assert_eq!(r.end_for_high_watermark(), Offset(1500));
+    // A follower at or behind the cut, or unknown, is not affected.
+    let mut behind = ReplicaState::new(BrokerId(4));
+    update(&mut behind, 1000, 0, 100, 2798);
+    behind.on_leader_truncated(Offset(1644));
+    assert_eq!(behind.end_for_high_watermark(), Offset(1000));
+    assert_eq!(behind.leader_truncated_to, None);
+    let mut fresh = ReplicaState::new(BrokerId(5));
+    fresh.on_leader_truncated(Offset(1644));
+    assert_eq!(fresh.end_for_high_watermark(), UNKNOWN);
+    // Its next (non-diverging) fetch, after its own truncation, reports the real end.
+    update(&mut r, 1644, 0, 120, 2900);
+    assert_eq!(r.leader_truncated_to, None);
+    assert_eq!(r.end_for_high_watermark(), Offset(1644));
+    update(&mut r, 2900, 0, 130, 2900);
+    assert_eq!(hw(&r), Some(Offset(2900)));
+}
+
+#[test]
+fn a_follower_out_of_the_isr_is_not_caught_up_early_in_a_run() {
+    // Kafka's "0" is 1970; simulated time starts at 0, so "never" must not read as "just now".
+    let mut r = ReplicaState::new(BrokerId(0));
+    r.reset_replica_state(25_000, Offset(18), true, false);
+    assert!(!r.is_caught_up(Offset(18), 25_000, 30_000));
+    // An ISR member is caught up "now".
+    r.reset_replica_state(25_000, Offset(18), true, true);
+    assert!(r.is_caught_up(Offset(18), 25_000, 30_000));
 }

@@ -13,6 +13,7 @@ use super::clients::{close_producers, start_failover_clients};
 use super::plan::{ChaosFault, ChaosPlan, CrashMode};
 use crate::disk::CrashPolicy;
 use crate::kafka::KafkaWorld;
+use crate::kafka::rot::RotTarget;
 use crate::net::{Direction, NodeSet};
 
 /// What the operator did to the mirror during the run.
@@ -48,7 +49,7 @@ pub(super) async fn apply(
             let w2 = w.clone();
             let ops = Arc::clone(ops);
             let plan = plan.clone();
-            madsim::task::spawn(async move {
+            w.world.spawn(async move {
                 let refs: Vec<&str> = names.iter().map(String::as_str).collect();
                 if w2.stop_mirror_topics(dst, "m1", &refs).await.is_ok() {
                     if let Ok(mut o) = ops.lock() {
@@ -75,7 +76,7 @@ pub(super) async fn apply(
                 dst
             };
             let w2 = w.clone();
-            madsim::task::spawn(async move {
+            w.world.spawn(async move {
                 let _ = w2.produce_batch(target, &tp, probe_batch(), -1).await;
             });
             return;
@@ -83,7 +84,7 @@ pub(super) async fn apply(
         ChaosFault::PauseMirror { for_ms } => {
             let w2 = w.clone();
             let d = *for_ms;
-            madsim::task::spawn(async move {
+            w.world.spawn(async move {
                 let refs: Vec<&str> = names.iter().map(String::as_str).collect();
                 if w2.pause_mirror_topics(dst, "m1", &refs, true).await.is_ok() {
                     madsim::time::sleep(Duration::from_millis(d)).await;
@@ -103,7 +104,7 @@ pub(super) async fn apply(
             let w2 = w.clone();
             let ops = Arc::clone(ops);
             let plan = plan.clone();
-            madsim::task::spawn(async move {
+            w.world.spawn(async move {
                 // An operator fails back once the failover finished: a reverse mirror while
                 // the destination still mirrors from us is a loop, which KIP-1279 fails on
                 // purpose (FAILED, non-retryable), not a failback.
@@ -164,7 +165,7 @@ pub(super) async fn apply(
             if w.world.pause(n) {
                 let w2 = w.clone();
                 let d = *for_ms;
-                madsim::task::spawn(async move {
+                w.world.spawn(async move {
                     madsim::time::sleep(Duration::from_millis(d)).await;
                     w2.world.resume(n);
                 });
@@ -194,7 +195,7 @@ pub(super) async fn apply(
             w.world.packet_loss(f64::from(*permille) / 1000.0);
             let w2 = w.clone();
             let d = *for_ms;
-            madsim::task::spawn(async move {
+            w.world.spawn(async move {
                 madsim::time::sleep(Duration::from_millis(d)).await;
                 w2.world.packet_loss(0.0);
             });
@@ -207,7 +208,7 @@ pub(super) async fn apply(
             let tp = TopicPartition::new(plan.topics[*topic].name.as_str(), *partition);
             let w2 = w.clone();
             let c = ClusterIdx(*cluster);
-            madsim::task::spawn(async move {
+            w.world.spawn(async move {
                 let _ = w2.unclean_election(c, &tp).await;
             });
         }
@@ -228,6 +229,17 @@ pub(super) async fn apply(
         | ChaosFault::Failback
         | ChaosFault::ProbeWrite { .. }
         | ChaosFault::MoveSourceProducers => {}
+        ChaosFault::RotBatch {
+            cluster,
+            topic,
+            partition,
+            replica,
+            pick,
+            down_ms,
+        } => {
+            let tp = TopicPartition::new(plan.topics[*topic].name.as_str(), *partition);
+            rot(w, ClusterIdx(*cluster), &tp, (*replica, *pick), *down_ms);
+        }
         ChaosFault::DeleteRecords {
             cluster,
             topic,
@@ -240,7 +252,7 @@ pub(super) async fn apply(
                 .and_then(|l| w.replica_offsets(c, l, &tp))
                 .map_or(Offset(0), |(_, hw)| hw);
             let w2 = w.clone();
-            madsim::task::spawn(async move {
+            w.world.spawn(async move {
                 let _ = w2.delete_records(c, &tp, Offset(hw.0 / 2)).await;
             });
         }
@@ -249,7 +261,7 @@ pub(super) async fn apply(
 
 fn heal_later(w: &KafkaWorld, id: crate::net::FaultId, for_ms: u64) {
     let w2 = w.clone();
-    madsim::task::spawn(async move {
+    w.world.spawn(async move {
         madsim::time::sleep(Duration::from_millis(for_ms)).await;
         w2.world.heal(id);
     });
@@ -263,13 +275,50 @@ fn crash(w: &KafkaWorld, n: NodeId, mode: CrashMode, down_ms: u64) {
         CrashMode::Torn => CrashPolicy::KeepRandomPrefix,
     };
     if w.world.crash(n, policy) {
-        let w2 = w.clone();
-        madsim::task::spawn(async move {
-            madsim::time::sleep(Duration::from_millis(down_ms)).await;
-            if w2.world.status(n).is_down() {
-                w2.world.restart(n);
-            }
-        });
+        restart_later(w, n, down_ms);
+    }
+}
+
+/// Restarts `n` after `down_ms` if it is still down then.
+fn restart_later(w: &KafkaWorld, n: NodeId, down_ms: u64) {
+    let w2 = w.clone();
+    w.world.spawn(async move {
+        madsim::time::sleep(Duration::from_millis(down_ms)).await;
+        if w2.world.status(n).is_down() {
+            w2.world.restart(n);
+        }
+    });
+}
+
+/// Rots a batch on the disk of one replica of `tp` (the `replica`-th of its assignment) and
+/// has its recovery meet it: the broker crashes first (a process crash: the page cache is
+/// written back, so its whole log is on the platter), a bit of a batch in the segments its
+/// next recovery scans flips, and it restarts after `down_ms`. A replica that is already down
+/// rots the same way and keeps its own restart. Nothing to rot leaves a plain crash (a trace
+/// note says why).
+fn rot(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    tp: &TopicPartition,
+    (replica, pick): (u16, u32),
+    down_ms: u64,
+) {
+    let replicas = w.replicas(c, tp);
+    if replicas.is_empty() {
+        return;
+    }
+    let b = replicas[usize::from(replica) % replicas.len()];
+    let n = NodeId::broker(c, b);
+    let crashed = w.world.crash(n, CrashPolicy::KeepAll);
+    if let Err(why) = w.rot_batch(c, b, tp, RotTarget::Pick(pick)) {
+        w.world.note(
+            &w.world.node_name(n),
+            &tp.to_string(),
+            &format!("no rot: {why}"),
+        );
+    }
+    if crashed {
+        restart_later(w, n, down_ms);
     }
 }
 

@@ -4,11 +4,18 @@
 
 mod actions;
 mod clients;
+mod converge;
 mod edit;
+mod persistent;
 pub mod plan;
 pub mod run;
 pub mod shrink;
+pub mod site;
 mod story;
 
-pub use plan::{ChaosFault, ChaosPlan, ClientPlan, CrashMode, FaultStep, PlanSize, build_id};
-pub use run::{ChaosOptions, ChaosOutcome, Verdict, run_chaos_seed, run_plan};
+pub use plan::{
+    ChaosFault, ChaosPlan, ClientPlan, CrashMode, FaultStep, PersistentFault, PersistentKind,
+    PlanSize, build_id,
+};
+pub use run::{ChaosOptions, ChaosOutcome, RunLimits, Verdict, run_chaos_seed, run_plan};
+pub use site::FailureSite;

@@ -126,6 +126,24 @@ pub enum ChaosFault {
         /// Partition.
         partition: i32,
     },
+    /// Bit rot on a replica's disk: the broker crashes (a process crash, so its log is all on
+    /// the platter), a bit of a batch's CRC flips (`crate::kafka::rot`), and it restarts after
+    /// `down_ms`: its recovery must cut the log at the rotted batch and the replica re-fetch
+    /// what it lost.
+    RotBatch {
+        /// Cluster index.
+        cluster: u16,
+        /// Topic index.
+        topic: usize,
+        /// Partition.
+        partition: i32,
+        /// Which replica: an index into the partition's replica list, modulo its length.
+        replica: u16,
+        /// Which flushed batch the next recovery scans: modulo the number of candidates.
+        pick: u32,
+        /// Restart after this long.
+        down_ms: u64,
+    },
 }
 
 /// A timed fault.
@@ -219,6 +237,31 @@ pub struct ChaosPlan {
     /// Link latencies the seed drew (`None`: the default network).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<NetPlan>,
+    /// The liveness phase's persistent partial fault (`None`: everything heals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent: Option<PersistentFault>,
+}
+
+/// A persistent partial fault (TigerBeetle VOPR's "core"): when the liveness phase heals
+/// everything, one broker per cluster of at least three stays down or isolated, chosen so
+/// that every partition it hosts keeps another in-sync replica. The mirror and the clusters
+/// must converge without it: a lookup or a wait that needs every broker would hang.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PersistentFault {
+    /// Down (crashed, never restarted) or isolated (running, cut off from every node).
+    pub kind: PersistentKind,
+    /// Which broker: the first eligible one from index `pick % brokers` on.
+    pub pick: u32,
+}
+
+/// How the persistent fault keeps its broker out.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PersistentKind {
+    /// Crashed and never restarted.
+    Down,
+    /// Running but cut off from every other node.
+    Isolated,
 }
 
 /// Link latency distributions a seed draws (product.md §3): uniform inside a cluster (same
@@ -437,6 +480,7 @@ impl ChaosPlan {
             failover_clients: Vec::new(),
             build: None,
             net: None,
+            persistent: None,
         };
         if mirror {
             // Drawn from the bytes the base plan left, so the base plan of a seed (and what
@@ -445,7 +489,52 @@ impl ChaosPlan {
         }
         // Last, for the same reason: the latencies of the links.
         plan.net = Some(NetPlan::draw(u)?);
+        // After everything else, so every other part of a seed's plan stays what it was: in a
+        // third of the seeds, one or two batches rot on disk.
+        plan.draw_rot(u)?;
+        // Last again: in a quarter of the seeds the liveness phase keeps one broker per
+        // cluster out.
+        if u.ratio(1, 4)? {
+            plan.persistent = Some(PersistentFault {
+                kind: if bool::arbitrary(u)? {
+                    PersistentKind::Down
+                } else {
+                    PersistentKind::Isolated
+                },
+                pick: u32::arbitrary(u)?,
+            });
+        }
         Ok(plan)
+    }
+
+    /// Adds `RotBatch` faults (in time order with the others), late enough in the safety phase
+    /// that some data has been flushed.
+    fn draw_rot(&mut self, u: &mut Unstructured<'_>) -> ArbResult<()> {
+        let n = if u.ratio(1, 3)? {
+            u.int_in_range(1..=2usize)?
+        } else {
+            0
+        };
+        let safety = u32::try_from(self.safety_ms).unwrap_or(60_000);
+        for _ in 0..n {
+            let cluster = u16::try_from(u.choose_index(self.brokers.len())?).unwrap_or(0);
+            let topic = u.choose_index(self.topics.len())?;
+            let fault = ChaosFault::RotBatch {
+                cluster,
+                topic,
+                partition: u.int_in_range(0..=self.topics[topic].partitions - 1)?,
+                replica: u.int_in_range(0..=2)?,
+                pick: u32::arbitrary(u)?,
+                down_ms: u64::from(u.int_in_range(500..=10_000u32)?),
+            };
+            self.faults.push(FaultStep {
+                at_ms: u64::from(u.int_in_range(safety / 4..=safety)?),
+                fault,
+            });
+        }
+        // Stable: faults at the same instant keep their order.
+        self.faults.sort_by_key(|f| f.at_ms);
+        Ok(())
     }
 
     /// Size of the plan, for the shrinker's report: (faults, clients, partitions, brokers).
@@ -532,6 +621,26 @@ mod tests {
         let back: ChaosPlan = serde_json::from_value(v).unwrap();
         assert_eq!(back.design, "seed");
         assert!(back.failover_clients.is_empty());
+    }
+
+    #[test]
+    fn a_third_of_the_seeds_draw_bit_rot_in_both_kinds_of_chaos() {
+        let rots = |plans: Vec<ChaosPlan>| {
+            plans
+                .iter()
+                .filter(|p| {
+                    p.faults
+                        .iter()
+                        .any(|f| matches!(f.fault, ChaosFault::RotBatch { .. }))
+                })
+                .count()
+        };
+        let single = rots((1..61).map(ChaosPlan::single_cluster).collect());
+        let mirror = rots((1..61).map(ChaosPlan::mirror).collect());
+        assert!((10..=35).contains(&single), "{single} of 60");
+        assert!((10..=35).contains(&mirror), "{mirror} of 60");
+        let p = ChaosPlan::mirror(3);
+        assert!(p.faults.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
     }
 
     #[test]

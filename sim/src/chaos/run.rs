@@ -5,16 +5,18 @@
 use std::time::Duration;
 
 use mirror_core::protocol::{ClusterIdx, NodeRole};
-use mirror_core::record::RecordBatch;
-use mirror_core::types::{Offset, TopicPartition};
 
 use super::actions::{MirrorOps, apply};
 use super::clients::start_clients;
+use super::converge;
 use super::plan::ChaosPlan;
+use super::site::{self, FailureSite};
 use crate::check::Violation;
 use crate::kafka::{ClusterSpec, KafkaWorld, KafkaWorldSpec};
 use crate::net::NetConfig;
-use crate::world::{RunReport, run_seed};
+use crate::trace::EVENT_LIMIT_EXCEEDED;
+use crate::world::harness::DEFAULT_TIME_LIMIT;
+use crate::world::{RunReport, run_seed_with_limit};
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -43,6 +45,13 @@ impl Verdict {
         matches!(self, Verdict::Pass)
     }
 
+    /// True for a run stopped by its [`RunLimits`] (simulated time or events), which says
+    /// nothing about the plan but that it runs longer than allowed.
+    #[must_use]
+    pub fn is_limit(&self) -> bool {
+        matches!(self, Verdict::Crash { message } if is_limit_message(message))
+    }
+
     /// The short name (`pass`, `violation:log_matching`, `liveness`, `crash`).
     #[must_use]
     pub fn short(&self) -> String {
@@ -62,6 +71,8 @@ pub struct ChaosOutcome {
     pub seed: u64,
     /// Verdict.
     pub verdict: Verdict,
+    /// Where it failed (`None` for a pass), for grouping failures.
+    pub site: Option<FailureSite>,
     /// The run report (trace hash, simulated seconds, events, compact trace).
     pub report: Option<RunReport>,
     /// The plan that ran.
@@ -73,6 +84,8 @@ pub struct ChaosOutcome {
 pub struct ChaosOptions {
     /// Planted bug: leaders ignore the ISR when advancing the HW.
     pub ablation_hw_ignores_isr: bool,
+    /// Planted bug: recovery leaves a torn tail in the file (`recovery_idempotent` finds it).
+    pub ablation_recovery_keeps_torn_tail: bool,
     /// Keep verbose trace lines.
     pub verbose_trace: bool,
     /// Draw two-cluster KIP-1279 plans (`ChaosPlan::mirror`) instead of single-cluster ones.
@@ -82,6 +95,43 @@ pub struct ChaosOptions {
     pub design: Option<String>,
     /// Observe the run for `mirrorsim report` / `dump` (a timeline, a replica's files).
     pub tap: Option<crate::report::Tap>,
+    /// Stop the run early (shrink candidates): it then ends as a crash whose message says
+    /// which limit ([`Verdict::is_limit`]).
+    pub limits: Option<RunLimits>,
+}
+
+/// Bounds on one run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RunLimits {
+    /// Simulated time (madsim's time limit).
+    pub sim_time: Duration,
+    /// Trace events.
+    pub events: u64,
+}
+
+/// Makes runs stopped by their [`RunLimits`] quiet: installs, once per process, a panic hook
+/// that prints nothing for a limit's panic and defers to the previous hook for any other. A
+/// shrink stops many candidates that way; each is an expected outcome, not a crash report.
+pub fn quiet_limit_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let p = info.payload();
+            let msg = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("");
+            if !is_limit_message(msg) {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn is_limit_message(m: &str) -> bool {
+    m.contains("time limit exceeded") || m.contains(EVENT_LIMIT_EXCEEDED)
 }
 
 /// Runs one seed on a fresh thread and runtime.
@@ -106,17 +156,20 @@ pub fn run_plan(mut plan: ChaosPlan, opts: &ChaosOptions) -> ChaosOutcome {
     let seed = plan.seed;
     let p2 = plan.clone();
     let opts = opts.clone();
-    let res = run_seed(seed, move || async move { execute(p2, opts).await });
+    let limit = opts.limits.map_or(DEFAULT_TIME_LIMIT, |l| l.sim_time);
+    let res = run_seed_with_limit(seed, limit, move || async move { execute(p2, opts).await });
     match res {
-        Ok((verdict, report)) => ChaosOutcome {
+        Ok((verdict, site, report)) => ChaosOutcome {
             seed,
             verdict,
+            site,
             report: Some(report),
             plan,
         },
         Err(message) => ChaosOutcome {
             seed,
             verdict: Verdict::Crash { message },
+            site: Some(site::of_crash()),
             report: None,
             plan,
         },
@@ -133,6 +186,7 @@ fn spec_of(plan: &ChaosPlan, opts: &ChaosOptions) -> KafkaWorldSpec {
             c.unclean_leader_election_enable = plan.unclean_leader_election_enable;
             c.tuning.log_flush_interval_ms = plan.log_flush_interval_ms;
             c.tuning.ablation_hw_ignores_isr = opts.ablation_hw_ignores_isr;
+            c.tuning.ablation_recovery_keeps_torn_tail = opts.ablation_recovery_keeps_torn_tail;
             c.tuning.mirror_design = Some(plan.design.clone());
             c
         })
@@ -146,8 +200,9 @@ fn spec_of(plan: &ChaosPlan, opts: &ChaosOptions) -> KafkaWorldSpec {
     }
 }
 
-async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
+async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, Option<FailureSite>, RunReport) {
     let w = KafkaWorld::start_traced(spec_of(&plan, &opts), opts.verbose_trace);
+    w.world.set_event_limit(opts.limits.map(|l| l.events));
     if let Some(tap) = &opts.tap {
         tap.attach(&w);
     }
@@ -203,172 +258,45 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, RunReport) {
             w.world.restart(n);
         }
     }
-    let verdict = if let Some(v) = w.violation() {
-        Verdict::Violation(v)
+    // The persistent partial fault starts once the controller's view has settled (a broker
+    // session timeout after the heal: brokers that were cut off are fenced or back by then),
+    // so the broker it holds out is chosen on an ISR that no longer shrinks on its own.
+    let held = if plan.persistent.is_some() && w.violation().is_none() {
+        w.run_for_ms(super::persistent::SETTLE_MS).await;
+        super::persistent::hold_out(&w, &plan)
+    } else {
+        super::persistent::HeldOut::new()
+    };
+    let snapshot = || ops.lock().map(|o| o.clone()).unwrap_or_default();
+    let violated = |v: Violation| {
+        let site = site::of_violation(&w, &plan, &snapshot(), &v);
+        (Verdict::Violation(v), Some(site))
+    };
+    let (verdict, site) = if let Some(v) = w.violation() {
+        violated(v)
     } else {
         let converged = w
             .wait_until(plan.liveness_ms, |w| {
-                (converged(w, &plan).is_none() && mirror_converged(w, &plan, &ops).is_none())
-                    || w.violation().is_some()
+                let ops = ops.lock().map(|o| o.clone()).unwrap_or_default();
+                converge::stuck(w, &plan, &ops, &held).is_none() || w.violation().is_some()
             })
             .await;
         match (w.finish(), converged) {
-            (Some(v), _) => Verdict::Violation(v),
-            (None, true) => Verdict::Pass,
-            (None, false) => Verdict::Liveness {
-                detail: converged_detail(&w, &plan, &ops),
-            },
+            (Some(v), _) => violated(v),
+            (None, true) => (Verdict::Pass, None),
+            (None, false) => {
+                let ops = snapshot();
+                let stuck = converge::stuck(&w, &plan, &ops, &held);
+                let site = site::of_stuck(&w, &plan, &ops, stuck.as_ref());
+                let detail = stuck.map_or_else(|| "converged late".to_string(), |s| s.detail);
+                (Verdict::Liveness { detail }, Some(site))
+            }
         }
     };
     if let Some(tap) = &opts.tap {
         tap.finish(&w);
     }
-    (verdict, w.world.report(plan.seed))
-}
-
-fn converged_detail(w: &KafkaWorld, plan: &ChaosPlan, ops: &std::sync::Mutex<MirrorOps>) -> String {
-    converged(w, plan)
-        .or_else(|| mirror_converged(w, plan, ops))
-        .unwrap_or_else(|| "converged late".into())
-}
-
-/// The leader's log start, LEO and batches.
-fn leader_log(
-    w: &KafkaWorld,
-    c: ClusterIdx,
-    tp: &TopicPartition,
-) -> Option<(Offset, Offset, Vec<RecordBatch>)> {
-    let l = w.leader(c, tp)?;
-    w.with_broker(c, l, |b| {
-        b.partition(tp).map(|p| {
-            (
-                p.log.log_start_offset(),
-                p.log.log_end_offset(),
-                p.log.batches().cloned().collect(),
-            )
-        })
-    })
-    .flatten()
-}
-
-/// `None` when the mirror reached what the operator asked for: identical logs in MIRRORING,
-/// STOPPED after a stop, identical logs again after a failback.
-fn mirror_converged(
-    w: &KafkaWorld,
-    plan: &ChaosPlan,
-    ops: &std::sync::Mutex<MirrorOps>,
-) -> Option<String> {
-    use mirror_core::mirror::MirrorPartitionState as S;
-    if !plan.mirror {
-        return None;
-    }
-    let ops = ops.lock().map(|o| o.clone()).unwrap_or_default();
-    let (src, dst) = (ClusterIdx(0), ClusterIdx(1));
-    for t in &plan.topics {
-        for p in 0..t.partitions {
-            let tp = TopicPartition::new(t.name.as_str(), p);
-            let (cluster, want, compare) = if ops.failed_back {
-                (src, S::Mirroring, true)
-            } else if ops.stopped {
-                (dst, S::Stopped, false)
-            } else {
-                (dst, S::Mirroring, true)
-            };
-            let state = w.mirror_state(cluster, &tp);
-            if state != Some(want) {
-                return Some(format!(
-                    "{tp} on cluster {} is {state:?}, want {want}",
-                    cluster.0
-                ));
-            }
-            if compare && ops.failed_back {
-                // After a failback the old source is a mirror destination whose log start only
-                // ever moves up (kip1279 A.1 MIRRORING: "makes the destination log start follow
-                // the source's", i.e. `maybeIncrementLogStartOffset`), and a mirror truncation
-                // below its own log start leaves it at the target (kafka-semantics: UnifiedLog
-                // `truncateTo` sets `logStartOffset = min(target, logStartOffset)`). A
-                // DeleteRecords on the old source while it was not a mirror therefore
-                // legitimately removes a prefix the new source still holds: the logs must agree
-                // from the later log start to the same LEO, as `failback_converges` checks.
-                let (a, b) = (leader_log(w, src, &tp), leader_log(w, dst, &tp));
-                let agree = match (&a, &b) {
-                    (Some((sa, ea, la)), Some((sb, eb, lb))) => {
-                        let start = (*sa).max(*sb);
-                        let from = |l: &[RecordBatch]| -> Vec<RecordBatch> {
-                            l.iter()
-                                .filter(|b| b.base_offset() >= start)
-                                .cloned()
-                                .collect()
-                        };
-                        ea == eb && from(la) == from(lb)
-                    }
-                    _ => false,
-                };
-                if !agree {
-                    return Some(format!("{tp}: logs differ between the clusters"));
-                }
-            } else if compare {
-                let (a, b) = (
-                    crate::scenario::inspect::leader_log(w, src, &tp),
-                    crate::scenario::inspect::leader_log(w, dst, &tp),
-                );
-                if a.is_none() || a != b {
-                    return Some(format!("{tp}: logs differ between the clusters"));
-                }
-            }
-        }
-    }
-    None
-}
-
-/// `None` when every partition has a leader, a full ISR, and every replica's LEO and HW
-/// equal the leader's.
-fn converged(w: &KafkaWorld, plan: &ChaosPlan) -> Option<String> {
-    for c in 0..plan.brokers.len() {
-        if let Some(d) = converged_on(w, plan, ClusterIdx(u16::try_from(c).unwrap_or(0))) {
-            return Some(d);
-        }
-    }
-    None
-}
-
-fn converged_on(w: &KafkaWorld, plan: &ChaosPlan, c0: ClusterIdx) -> Option<String> {
-    if c0.0 > 0 && !plan.mirror {
-        return None;
-    }
-    for t in &plan.topics {
-        for p in 0..t.partitions {
-            let tp = TopicPartition::new(t.name.as_str(), p);
-            let Some(leader) = w.leader(c0, &tp) else {
-                return Some(format!("{tp} has no leader"));
-            };
-            let Some((leo, hw)) = w.replica_offsets(c0, leader, &tp) else {
-                return Some(format!("{tp} leader {leader} has no replica"));
-            };
-            if hw != leo {
-                return Some(format!("{tp} leader HW {hw} != LEO {leo}"));
-            }
-            let replicas = w
-                .with_broker(c0, leader, |b| {
-                    b.partition(&tp).map(|p| (p.replicas.clone(), p.isr()))
-                })
-                .flatten();
-            let Some((replicas, isr)) = replicas else {
-                return Some(format!("{tp} leader state missing"));
-            };
-            if isr.len() != replicas.len() {
-                return Some(format!("{tp} ISR {isr:?} of replicas {replicas:?}"));
-            }
-            for r in replicas {
-                if w.replica_offsets(c0, r, &tp) != Some((leo, hw)) {
-                    return Some(format!(
-                        "{tp} replica {r} at {:?}, leader at {:?}",
-                        w.replica_offsets(c0, r, &tp),
-                        (leo, hw)
-                    ));
-                }
-            }
-        }
-    }
-    None
+    let report = w.world.report(plan.seed);
+    w.world.shutdown();
+    (verdict, site, report)
 }

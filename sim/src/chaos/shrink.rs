@@ -10,27 +10,33 @@
 
 use super::edit::{drop_topic, reduce_brokers, reduce_partitions};
 use super::plan::{ChaosFault, ChaosPlan, ClientPlan, PlanSize};
-use super::run::{ChaosOptions, Verdict, run_plan};
+use std::time::Duration;
+
+use super::run::{ChaosOptions, ChaosOutcome, RunLimits, Verdict, run_plan};
 
 /// The failure a shrink preserves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FailureKind {
     /// An invariant broke: this one.
     Violation(String),
-    /// The system did not converge.
-    Liveness,
+    /// The system did not converge, stuck this way (`state FAILED want MIRRORING`,
+    /// `isr_short`, ...; [`crate::chaos::FailureSite::stuck`]): a run stuck another way is
+    /// another bug.
+    Liveness(Option<String>),
     /// A node or the harness panicked.
     Crash,
 }
 
 impl FailureKind {
-    /// The failure of `v`; `None` for a pass.
+    /// The failure of an outcome; `None` for a pass.
     #[must_use]
-    pub fn of(v: &Verdict) -> Option<FailureKind> {
-        match v {
+    pub fn of(o: &ChaosOutcome) -> Option<FailureKind> {
+        match &o.verdict {
             Verdict::Pass => None,
             Verdict::Violation(x) => Some(FailureKind::Violation(x.invariant.clone())),
-            Verdict::Liveness { .. } => Some(FailureKind::Liveness),
+            Verdict::Liveness { .. } => Some(FailureKind::Liveness(
+                o.site.as_ref().and_then(|s| s.stuck.clone()),
+            )),
             Verdict::Crash { .. } => Some(FailureKind::Crash),
         }
     }
@@ -40,7 +46,8 @@ impl std::fmt::Display for FailureKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FailureKind::Violation(i) => write!(f, "violation:{i}"),
-            FailureKind::Liveness => f.write_str("liveness"),
+            FailureKind::Liveness(None) => f.write_str("liveness"),
+            FailureKind::Liveness(Some(s)) => write!(f, "liveness [{s}]"),
             FailureKind::Crash => f.write_str("crash"),
         }
     }
@@ -86,24 +93,52 @@ pub struct Shrunk {
 /// Runs budget of a shrink by default: enough for plans of a few dozen faults.
 pub const DEFAULT_MAX_RUNS: usize = 300;
 
+/// How many times the original's event count a candidate may run before it is stopped.
+pub const EVENT_FACTOR: u64 = 10;
+
 /// Shrinks `plan`, calling `on_step` for each accepted cut, spending at most `max_runs`
-/// runs.
+/// runs, one at a time.
 pub fn shrink(
     plan: ChaosPlan,
     opts: &ChaosOptions,
     max_runs: usize,
+    on_step: impl FnMut(&ShrinkStep),
+) -> Result<Shrunk, ShrinkError> {
+    shrink_on(plan, opts, max_runs, 1, on_step)
+}
+
+/// [`shrink`] trying up to `jobs` candidates at once. The result does not depend on `jobs`:
+/// candidates are tried in the same order, the first that fails the same way is accepted,
+/// and runs are counted as if they were tried one at a time (speculative runs past the
+/// accepted candidate are not counted, and their results are dropped).
+///
+/// Every candidate runs under [`RunLimits`]: at most the original's simulated time (plus a
+/// second) and [`EVENT_FACTOR`] times its events. A candidate that runs away (a livelock a
+/// cut created, a liveness wait that now takes longer) is stopped and refused instead of
+/// being waited for.
+pub fn shrink_on(
+    plan: ChaosPlan,
+    opts: &ChaosOptions,
+    max_runs: usize,
+    jobs: usize,
     mut on_step: impl FnMut(&ShrinkStep),
 ) -> Result<Shrunk, ShrinkError> {
+    super::run::quiet_limit_panics();
     let first = run_plan(plan.clone(), opts);
-    let kind =
-        FailureKind::of(&first.verdict).ok_or(ShrinkError::DoesNotFail { seed: plan.seed })?;
+    let kind = FailureKind::of(&first).ok_or(ShrinkError::DoesNotFail { seed: plan.seed })?;
+    let mut limited = opts.clone();
+    limited.limits = first.report.as_ref().map(|r| RunLimits {
+        sim_time: Duration::from_secs_f64(r.sim_seconds.ceil() + 1.0),
+        events: r.events.saturating_mul(EVENT_FACTOR),
+    });
     let mut s = Shrinker {
-        opts,
+        opts: &limited,
         kind,
         best: plan,
         verdict: first.verdict,
         runs: 1,
         max_runs,
+        jobs: jobs.max(1),
         steps: Vec::new(),
     };
     let before = s.best.size();
@@ -130,32 +165,43 @@ struct Shrinker<'a> {
     verdict: Verdict,
     runs: usize,
     max_runs: usize,
+    jobs: usize,
     steps: Vec<ShrinkStep>,
 }
 
 impl Shrinker<'_> {
-    /// One round of every kind of cut; true when any was accepted.
+    /// One round of every kind of cut; true when any was accepted. The world shrinks first
+    /// (topics, partitions, brokers: every later run is cheaper), then the faults, then the
+    /// rest.
     fn pass(&mut self, on_step: &mut impl FnMut(&ShrinkStep)) -> bool {
         let mut progress = false;
+        progress |= self.cut_all(&[Cut::Topics, Cut::Partitions, Cut::Brokers], on_step);
         progress |= self.drop_fault_chunks(on_step);
-        for candidate in [
-            Cut::Clients,
-            Cut::SafetyPhase,
-            Cut::Rates,
-            Cut::Topics,
-            Cut::Partitions,
-            Cut::Brokers,
-        ] {
+        progress |= self.cut_all(
+            &[
+                Cut::Clients,
+                Cut::SafetyPhase,
+                Cut::Rates,
+                Cut::Topics,
+                Cut::Partitions,
+                Cut::Brokers,
+            ],
+            on_step,
+        );
+        progress
+    }
+
+    /// Each cut in turn, until none of its candidates is accepted.
+    fn cut_all(&mut self, cuts: &[Cut], on_step: &mut impl FnMut(&ShrinkStep)) -> bool {
+        let mut progress = false;
+        for cut in cuts {
             // Candidates are derived from the current best plan, so after an accepted cut
             // they are drawn again (a stale candidate would undo the cut before it).
-            'cut: loop {
-                for (what, plan) in candidate.candidates(&self.best) {
-                    if self.try_accept(what, plan, on_step) {
-                        progress = true;
-                        continue 'cut;
-                    }
-                }
-                break;
+            while self
+                .first_accepted(cut.candidates(&self.best), on_step)
+                .is_some()
+            {
+                progress = true;
             }
         }
         progress
@@ -169,17 +215,27 @@ impl Shrinker<'_> {
         while chunk >= 1 && !self.best.faults.is_empty() {
             let mut start = 0;
             while start < self.best.faults.len() {
-                let end = (start + chunk).min(self.best.faults.len());
-                let mut plan = self.best.clone();
-                let cut: Vec<String> = plan
-                    .faults
-                    .drain(start..end)
-                    .map(|f| format!("{}@{}ms", fault_name(&f.fault), f.at_ms))
+                // Every chunk from `start` on, each cut alone from the current plan: the
+                // first accepted one is kept and the scan resumes where it was.
+                let candidates: Vec<(String, ChaosPlan)> = (start..self.best.faults.len())
+                    .step_by(chunk)
+                    .map(|from| {
+                        let end = (from + chunk).min(self.best.faults.len());
+                        let mut plan = self.best.clone();
+                        let cut: Vec<String> = plan
+                            .faults
+                            .drain(from..end)
+                            .map(|f| format!("{}@{}ms", fault_name(&f.fault), f.at_ms))
+                            .collect();
+                        (format!("drop faults {}", cut.join(", ")), plan)
+                    })
                     .collect();
-                if self.try_accept(format!("drop faults {}", cut.join(", ")), plan, on_step) {
-                    progress = true;
-                } else {
-                    start = end;
+                match self.first_accepted(candidates, on_step) {
+                    Some(i) => {
+                        progress = true;
+                        start += i * chunk;
+                    }
+                    None => break,
                 }
             }
             if chunk == 1 {
@@ -190,31 +246,64 @@ impl Shrinker<'_> {
         progress
     }
 
-    /// Runs `plan`; keeps it when it fails the same way and is smaller in some way.
-    fn try_accept(
+    /// Tries `candidates` in order and keeps the first that fails the same way; returns its
+    /// index. Up to `jobs` run at once; runs are counted as if tried one by one.
+    fn first_accepted(
         &mut self,
-        what: String,
-        plan: ChaosPlan,
+        candidates: Vec<(String, ChaosPlan)>,
         on_step: &mut impl FnMut(&ShrinkStep),
-    ) -> bool {
-        if self.runs >= self.max_runs || plan == self.best {
-            return false;
+    ) -> Option<usize> {
+        let candidates: Vec<(usize, (String, ChaosPlan))> = candidates
+            .into_iter()
+            .enumerate()
+            .filter(|(_, (_, p))| *p != self.best)
+            .collect();
+        for batch in candidates.chunks(self.jobs) {
+            let budget = self.max_runs.saturating_sub(self.runs);
+            let batch = &batch[..batch.len().min(budget)];
+            if batch.is_empty() {
+                return None;
+            }
+            let outcomes = run_all(batch.iter().map(|(_, (_, p))| p), self.opts);
+            for ((i, (what, plan)), out) in batch.iter().zip(outcomes) {
+                self.runs += 1;
+                if out.verdict.is_limit() || FailureKind::of(&out).as_ref() != Some(&self.kind) {
+                    continue;
+                }
+                self.best = plan.clone();
+                self.verdict = out.verdict;
+                let step = ShrinkStep {
+                    what: what.clone(),
+                    size: self.best.size(),
+                };
+                on_step(&step);
+                self.steps.push(step);
+                return Some(*i);
+            }
         }
-        self.runs += 1;
-        let out = run_plan(plan.clone(), self.opts);
-        if FailureKind::of(&out.verdict).as_ref() != Some(&self.kind) {
-            return false;
-        }
-        self.best = plan;
-        self.verdict = out.verdict;
-        let step = ShrinkStep {
-            what,
-            size: self.best.size(),
-        };
-        on_step(&step);
-        self.steps.push(step);
-        true
+        None
     }
+}
+
+/// Runs plans at once, each on its own thread and runtime; outcomes in the plans' order.
+fn run_all<'a>(
+    plans: impl Iterator<Item = &'a ChaosPlan>,
+    opts: &ChaosOptions,
+) -> Vec<ChaosOutcome> {
+    let plans: Vec<&ChaosPlan> = plans.collect();
+    if plans.len() == 1 {
+        return vec![run_plan(plans[0].clone(), opts)];
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = plans
+            .iter()
+            .map(|p| s.spawn(|| run_plan((*p).clone(), opts)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("run_plan returns panics as verdicts"))
+            .collect()
+    })
 }
 
 /// The kinds of cut besides dropping faults.
@@ -280,6 +369,11 @@ fn client_cuts(p: &ChaosPlan) -> Vec<(String, ChaosPlan)> {
 fn safety_cuts(p: &ChaosPlan) -> Vec<(String, ChaosPlan)> {
     let last = p.faults.iter().map(|f| f.at_ms).max().unwrap_or(0);
     let mut out = Vec::new();
+    if p.persistent.is_some() {
+        let mut q = p.clone();
+        q.persistent = None;
+        out.push(("drop the persistent partial fault".to_string(), q));
+    }
     for target in [last + 2_000, p.safety_ms / 2] {
         let target = target.max(last + 1_000).max(1_000);
         if target < p.safety_ms {
@@ -327,6 +421,7 @@ pub fn fault_name(f: &ChaosFault) -> &'static str {
         ChaosFault::ProbeWrite { .. } => "probe_write",
         ChaosFault::MoveSourceProducers => "move_source_producers",
         ChaosFault::DeleteRecords { .. } => "delete_records",
+        ChaosFault::RotBatch { .. } => "rot_batch",
     }
 }
 

@@ -45,6 +45,8 @@ pub struct GhostPartition {
     /// The topic id this history belongs to: a topic deleted and re-created under the same
     /// name starts a new history (S9).
     pub topic_id: Option<TopicId>,
+    /// When the last declared loss cut this history (µs; 0: never).
+    pub last_loss_micros: u64,
 }
 
 impl GhostPartition {
@@ -89,6 +91,27 @@ impl GhostPartition {
         }
     }
 
+    /// True when a batch holding `value` at `offset` is on a branch a declared data-loss
+    /// event cut: committed once and dropped by the loss ([`Self::cut_from`]), or exposed by
+    /// a stale leader of an epoch that a later unclean election superseded (archived instead
+    /// of committed). kafka-semantics §2.2: the true HW is the largest HW exposed *in a
+    /// non-ULE history*, and what an unclean election drops is a declared loss; §2.1: with an
+    /// unclean election (`canRecoverFromSingleNodeCommittedDataLoss`) committed data may go.
+    #[must_use]
+    pub fn cut_holds(&self, offset: Offset, value: Option<&bytes::Bytes>) -> bool {
+        self.cut
+            .range(..=offset)
+            .rev()
+            .flat_map(|(_, v)| v.iter())
+            .filter(|b| b.last_offset() >= offset)
+            .any(|b| {
+                crate::check::history::value_at(b, offset)
+                    .as_ref()
+                    .map(Option::as_ref)
+                    == Some(value)
+            })
+    }
+
     /// True when `batch` was committed at its offset once and dropped by a declared loss.
     #[must_use]
     pub fn was_cut(&self, batch: &RecordBatch) -> bool {
@@ -128,6 +151,9 @@ pub struct Ghost {
     pub losses: Vec<DeclaredLoss>,
     /// Nodes whose last restart recovered less than they had (unflushed data lost).
     pub lost_unflushed: BTreeMap<(NodeId, TopicPartition), Offset>,
+    /// Replicas whose last recovery cut the log at a corrupt batch (bit rot in flushed data):
+    /// the first offset lost.
+    pub lost_to_corruption: BTreeMap<(NodeId, TopicPartition), Offset>,
 }
 
 impl Ghost {

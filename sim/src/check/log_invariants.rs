@@ -2,19 +2,21 @@
 //! (only the touched partition, so the cost per event stays small).
 
 use crate::world::node::lock;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use mirror_core::broker::partition::Partition;
+use mirror_core::broker::partition::{Partition, Role};
 use mirror_core::broker::{Broker, Event, TruncationCause};
 use mirror_core::log::producer_state::ProducerStateManager;
 use mirror_core::protocol::{ClusterIdx, NodeId};
-use mirror_core::types::{LeaderEpoch, Offset, TopicPartition};
+use mirror_core::types::{BrokerId, LeaderEpoch, Offset, TopicPartition};
 
 use super::Violation;
 use super::ghost::{AckedWrite, DeclaredLoss, Ghost};
 use super::history::History;
+use super::hw_bound::{LeaderSide, leader_hw_above_isr_follower};
 use super::mirror::MirrorChecker;
+use super::prefix::committed_prefix_check;
 use crate::kafka::SimNode;
 use crate::world::EventCtx;
 
@@ -42,6 +44,15 @@ pub struct Checker {
     /// The leader epoch a replica was in when its HW last moved: the epoch lineage whose
     /// leader promised that HW (see [`truncation_below_hw_declared`]).
     hw_epoch: BTreeMap<(NodeId, TopicPartition), LeaderEpoch>,
+    /// Each replica's log end offset as its events reported it (appends, truncations,
+    /// recoveries): a restart that recovers less lost unflushed writes.
+    leo_seen: BTreeMap<(NodeId, TopicPartition), Offset>,
+    /// Replicas whose last restart lost unflushed writes and that have not learned an HW
+    /// since: their recovered HW is not a promise over their recovered log (see
+    /// [`truncation_below_hw_declared`]).
+    lossy_restart: BTreeSet<(NodeId, TopicPartition)>,
+    /// Brokers' disks, for `recovery_idempotent` (empty: not checked).
+    pub disks: super::recovery::DiskMap,
 }
 
 impl Default for Checker {
@@ -64,6 +75,9 @@ impl Checker {
             leader_hw: BTreeMap::new(),
             verified: BTreeMap::new(),
             hw_epoch: BTreeMap::new(),
+            leo_seen: BTreeMap::new(),
+            lossy_restart: BTreeSet::new(),
+            disks: BTreeMap::new(),
         }
     }
 
@@ -120,6 +134,7 @@ impl Checker {
     ) -> Result<(), Violation> {
         let node = ctx.node;
         let cluster = node.cluster;
+        self.track_leo(node, event);
         if let Event::BecameLeader { tp, .. } | Event::BecameFollower { tp, .. } = event
             && let Some(id) = with_partition(nodes, node, tp, |p| p.topic_id)
             && self.ghost.track_topic_id(cluster, tp, id)
@@ -146,7 +161,9 @@ impl Checker {
                 Ok(())
             }
             Event::BecameLeader {
-                tp, leader_epoch, ..
+                tp,
+                leader_epoch,
+                isr,
             } => {
                 self.check_epoch(node, tp, *leader_epoch, name)?;
                 let g = self.ghost.partition(cluster, tp);
@@ -165,7 +182,7 @@ impl Checker {
                         ),
                     ));
                 }
-                self.on_new_leader(ctx, cluster, node, tp, *leader_epoch, nodes, name)?;
+                self.on_new_leader(ctx, node, tp, (*leader_epoch, isr), nodes, name)?;
                 self.check_replica(ctx, node, tp, nodes, name, true)
             }
             Event::BecameFollower {
@@ -213,6 +230,18 @@ impl Checker {
                         format!("batch epoch {epoch} but the cache says {cached:?}"),
                     ));
                 }
+                // A replica that re-fetched past a corrupt-batch cut has the data again.
+                if !self.ghost.lost_to_corruption.is_empty() {
+                    let key = (node, tp.clone());
+                    if self
+                        .ghost
+                        .lost_to_corruption
+                        .get(&key)
+                        .is_some_and(|at| *last_offset >= *at)
+                    {
+                        self.ghost.lost_to_corruption.remove(&key);
+                    }
+                }
                 self.check_replica(ctx, node, tp, nodes, name, false)
             }
             Event::Truncated {
@@ -245,6 +274,7 @@ impl Checker {
             } => {
                 let current_epoch = with_partition(nodes, node, tp, |p| p.leader_epoch);
                 let hw_epoch = self.hw_epoch.get(&(node, tp.clone())).copied();
+                let lossy_restart = self.lossy_restart.contains(&(node, tp.clone()));
                 let g = self.ghost.partition(cluster, tp);
                 if *to < *high_watermark_before
                     && !truncation_below_hw_declared(
@@ -252,6 +282,7 @@ impl Checker {
                         &g.unclean_epochs,
                         hw_epoch,
                         current_epoch,
+                        lossy_restart,
                     )
                 {
                     return Err(Violation::new(
@@ -274,9 +305,28 @@ impl Checker {
                 self.verified.insert((node, tp.clone()), *start);
                 self.check_replica(ctx, node, tp, nodes, name, true)
             }
+            Event::CorruptBatchCut { tp, at, .. } => {
+                // Flushed data cut at a corrupt batch: a loss of this replica only, unless it
+                // is the last copy and leads again before it re-fetched (`on_new_leader`).
+                self.ghost
+                    .lost_to_corruption
+                    .insert((node, tp.clone()), *at);
+                Ok(())
+            }
             Event::LogRecovered {
-                tp, log_end_offset, ..
+                tp,
+                log_end_offset,
+                record,
+                ..
             } => {
+                let key = (node, tp.clone());
+                let before = self.leo_seen.insert(key.clone(), *log_end_offset);
+                if *log_end_offset < before.unwrap_or(Offset(0)) {
+                    self.lossy_restart.insert(key);
+                } else {
+                    self.lossy_restart.remove(&key);
+                }
+                super::recovery::check_recovered(&self.disks, node, tp, record, name)?;
                 // Unflushed data may be gone: note it (Kafka relies on replication, not fsync).
                 self.ghost
                     .lost_unflushed
@@ -297,6 +347,7 @@ impl Checker {
                 if let Some(e) = with_partition(nodes, node, tp, |p| p.leader_epoch) {
                     self.hw_epoch.insert((node, tp.clone()), e);
                 }
+                self.lossy_restart.remove(&(node, tp.clone()));
                 self.on_hw(node, tp, *high_watermark, nodes, name)?;
                 self.check_replica(ctx, node, tp, nodes, name, false)
             }
@@ -353,6 +404,22 @@ impl Checker {
         }
     }
 
+    /// Follows each replica's log end offset from its appends and truncations.
+    fn track_leo(&mut self, node: NodeId, event: &Event) {
+        let (tp, leo) = match event {
+            Event::Appended {
+                tp, last_offset, ..
+            }
+            | Event::MirrorAppended {
+                tp, last_offset, ..
+            } => (tp, last_offset.plus(1)),
+            Event::Truncated { tp, to, .. } => (tp, *to),
+            Event::TruncatedFully { tp, start, .. } => (tp, *start),
+            _ => return,
+        };
+        self.leo_seen.insert((node, tp.clone()), leo);
+    }
+
     /// Records a declared data-loss event and cuts the committed history at `from`.
     fn declare_loss(
         &mut self,
@@ -365,6 +432,7 @@ impl Checker {
         let g = self.ghost.partition(cluster, tp);
         let batches = g.cut_from(from);
         g.declared_losses += 1;
+        g.last_loss_micros = ctx.t.0;
         self.ghost.losses.push(DeclaredLoss {
             partition: format!("{}:{tp}", cluster.0),
             from_offset: from.0,
@@ -403,18 +471,18 @@ impl Checker {
     }
 
     /// A new leader: a clean one must hold the committed history; an unclean one (or one that
-    /// lost unflushed data while being the last ISR member) cuts it: a declared loss.
-    #[allow(clippy::too_many_arguments)]
+    /// lost unflushed data, or flushed data to bit rot, while being the last ISR member) cuts
+    /// it: a declared loss.
     fn on_new_leader(
         &mut self,
         ctx: &EventCtx,
-        cluster: ClusterIdx,
         node: NodeId,
         tp: &TopicPartition,
-        epoch: LeaderEpoch,
+        (epoch, isr): (LeaderEpoch, &[mirror_core::types::BrokerId]),
         nodes: &NodeMap,
         name: &dyn Fn(NodeId) -> String,
     ) -> Result<(), Violation> {
+        let cluster = node.cluster;
         let Some(first_diff) = with_partition(nodes, node, tp, |p| {
             let g = self.ghost.partitions.get(&(cluster, tp.clone()));
             g.and_then(|g| first_difference(p, &g.committed))
@@ -429,25 +497,30 @@ impl Checker {
             .partition(cluster, tp)
             .unclean_epochs
             .contains(&epoch);
-        let lost_unflushed = self.ghost.lost_unflushed.contains_key(&(node, tp.clone()));
-        let cause = if unclean {
-            "unclean_election"
-        } else if lost_unflushed && !self.strict_durability {
-            "unflushed_loss_on_last_isr_member"
-        } else {
-            return Err(Violation::new(
-                "leader_completeness",
-                name(node),
-                Some(tp),
-                Some(from),
-                format!(
-                    "cleanly elected in epoch {epoch} but missing committed data from offset {from}"
-                ),
-            ));
+        let key = (node, tp.clone());
+        let facts = NewLeaderFacts {
+            unclean,
+            corrupt_cut_at: self.ghost.lost_to_corruption.get(&key).copied(),
+            lost_unflushed: self.ghost.lost_unflushed.contains_key(&key),
+            strict_durability: self.strict_durability,
+            others_in_isr: isr.iter().any(|b| Some(*b) != node.broker_id()),
+        };
+        let cause = match leader_loss_cause(&facts, from) {
+            Ok(cause) => cause,
+            Err(why) => {
+                return Err(Violation::new(
+                    "leader_completeness",
+                    name(node),
+                    Some(tp),
+                    Some(from),
+                    format!("{why} in epoch {epoch} but missing committed data from offset {from}"),
+                ));
+            }
         };
         let g = self.ghost.partition(cluster, tp);
         let batches = g.cut_from(from);
         g.declared_losses += 1;
+        g.last_loss_micros = ctx.t.0;
         self.ghost.losses.push(DeclaredLoss {
             partition: format!("{}:{tp}", cluster.0),
             from_offset: from.0,
@@ -488,6 +561,11 @@ impl Checker {
                     format!("leader HW went back from {prev} to {hw} in epoch {epoch}"),
                 ));
             }
+            let prev_hw = self
+                .leader_hw
+                .get(&key)
+                .filter(|(e, _)| *e == epoch)
+                .map(|(_, h)| *h);
             self.leader_hw.insert(key, (epoch, hw));
             let g = self.ghost.partition(cluster, tp);
             if g.unclean_epochs.iter().any(|u| *u > epoch) {
@@ -497,8 +575,12 @@ impl Checker {
                 // replica that presumes leadership" is WeakIsr only; the ghost trueHW is "max HW
                 // exposed by any leader in a non-ULE history", 2.2). Its branch is the one the
                 // unclean election already cut: what it exposes now is lost with it, not
-                // committed history. Archive it (a consumer may have read it) instead.
-                let from = g.true_hw;
+                // committed history. Archive it (a consumer may have read it, a client may
+                // have had it acknowledged) instead: everything this leader newly exposes,
+                // from its own previous HW (not the true HW: that follows the leader the
+                // unclean election chose and may be far above or below the stale branch;
+                // single-cluster chaos seed 1678).
+                let from = prev_hw.unwrap_or(Offset(0));
                 let batches = with_partition(nodes, node, tp, |p| {
                     p.log
                         .batches_from(from)
@@ -548,6 +630,9 @@ impl Checker {
         let Some(g) = self.ghost.partitions.get(&(cluster, tp.clone())) else {
             return Ok(());
         };
+        let newest_epoch = g.leaders.keys().next_back().copied();
+        let stale_hw =
+            learned_before_the_last_loss(nodes, node, tp, g.last_loss_micros, newest_epoch);
         let res = with_partition(nodes, node, tp, |p| {
             if g.unclean_epochs.iter().any(|u| *u > p.leader_epoch) {
                 // The replica has not yet learned of a later unclean election: its log and HW
@@ -556,18 +641,7 @@ impl Checker {
                 return Ok(from);
             }
             let upto = p.log.high_watermark().min(g.true_hw);
-            for b in p
-                .log
-                .batches_from(from)
-                .take_while(|b| b.last_offset() < upto)
-            {
-                if let Some(c) = g.committed.get(&b.base_offset())
-                    && c != b
-                {
-                    return Err(b.base_offset());
-                }
-            }
-            Ok(upto)
+            committed_prefix_check(p.log.batches_from(from), g, upto, stale_hw)
         });
         match res {
             Some(Ok(upto)) => {
@@ -597,7 +671,14 @@ impl Checker {
         deep: bool,
     ) -> Result<(), Violation> {
         let now_ms = ctx.t.as_millis();
-        let r = with_partition(nodes, node, tp, |p| replica_violation(p, deep, now_ms));
+        let r = nodes.get(&node).and_then(|arc| {
+            let guard = lock(arc);
+            let b: &Broker = guard.as_broker()?;
+            let p = b.partition(tp)?;
+            Some(replica_violation(p, deep, now_ms, |id| {
+                b.image().broker_epoch(id)
+            }))
+        });
         match r {
             Some(Some((inv, off, detail))) => {
                 Err(Violation::new(inv, name(node), Some(tp), off, detail))
@@ -605,6 +686,51 @@ impl Checker {
             _ => Ok(()),
         }
     }
+}
+
+/// True when `node`'s HW may still belong to the lineage the last declared loss of `tp`
+/// (`last_loss_micros`) cut (see [`committed_prefix_check`]):
+/// - a follower whose leader last served a fetch from it before that loss (or holds no fetch
+///   state for it, e.g. a new leader it has not fetched from yet): Kafka's follower HW is the
+///   leader's HW in the last response it applied (kafka-semantics §1.3), so until it fetches
+///   again its HW is the pre-loss leader's promise;
+/// - a leader whose epoch a newer election superseded (`newest_epoch`, the ghost's SingleLeader
+///   record): a deposed leader cut off from its controller still advances its HW with followers
+///   equally unaware, over the branch the new lineage has since cut (mirror chaos seed 21227:
+///   src-3, deposed in epoch 0, moved its HW to 1090 over records the failback had cut at 500),
+///   as with a stale leader behind an unclean election (kafka-semantics §2.1: WeakIsr only
+///   for "any replica that presumes leadership").
+///
+/// A current leader's own HW is never stale.
+fn learned_before_the_last_loss(
+    nodes: &NodeMap,
+    node: NodeId,
+    tp: &TopicPartition,
+    last_loss_micros: u64,
+    newest_epoch: Option<LeaderEpoch>,
+) -> bool {
+    if last_loss_micros == 0 {
+        return false;
+    }
+    let role = with_partition(nodes, node, tp, |p| match p.role {
+        Role::Follower { leader } => Err(leader),
+        Role::Leader(_) => Ok(newest_epoch.is_some_and(|n| n > p.leader_epoch)),
+    });
+    let leader = match role {
+        Some(Ok(deposed)) => return deposed,
+        Some(Err(leader)) => leader,
+        None => None,
+    };
+    let (Some(leader), Some(me)) = (leader, node.broker_id()) else {
+        return false;
+    };
+    let last_fetch_ms = with_partition(nodes, NodeId::broker(node.cluster, leader), tp, |p| {
+        p.leader_state()
+            .and_then(|l| l.followers.get(&me))
+            .map(|r| r.last_fetch_time_ms)
+    })
+    .flatten();
+    last_fetch_ms.is_none_or(|ms| u64::try_from(ms).unwrap_or(0) * 1000 < last_loss_micros)
 }
 
 /// First committed batch the replica does not hold identically (below the true HW).
@@ -628,6 +754,7 @@ fn replica_violation(
     p: &Partition,
     deep: bool,
     now_ms: i64,
+    known_broker_epoch: impl Fn(BrokerId) -> Option<i64>,
 ) -> Option<(&'static str, Option<Offset>, String)> {
     let log = &p.log;
     let (ls, lso, hw, leo) = (
@@ -644,25 +771,19 @@ fn replica_violation(
         ));
     }
     if let Some(l) = p.leader_state() {
-        let maximal = l.isr.maximal_isr();
-        for (b, st) in &l.followers {
-            if maximal.contains(b)
-                && st.log_end_offset.0 >= 0
-                && hw > st.log_end_offset
-                && hw > l.leader_epoch_start_offset
-                // KIP-1279: a mirror leader restarted at the source log start (OFFSET_OUT_OF_RANGE
-                // below it) has HW = log start; a follower below it restarts there too.
-                && st.log_end_offset >= ls
-            {
-                return Some((
-                    "offset_bounds",
-                    Some(hw),
-                    format!(
-                        "leader HW {hw} above ISR follower {b}'s LEO {}",
-                        st.log_end_offset
-                    ),
-                ));
-            }
+        let side = LeaderSide {
+            high_watermark: hw,
+            log_start: ls,
+            leader_epoch_start: l.leader_epoch_start_offset,
+            maximal_isr: l.isr.maximal_isr(),
+            followers: &l.followers,
+        };
+        if let Some((b, leo)) = leader_hw_above_isr_follower(&side, known_broker_epoch) {
+            return Some((
+                "offset_bounds",
+                Some(hw),
+                format!("leader HW {hw} above ISR follower {b}'s LEO {leo}"),
+            ));
         }
     }
     let fu = log
@@ -687,6 +808,18 @@ fn replica_violation(
                 Some(o),
                 format!("batch epoch {batch} but the cache says {cached:?}"),
             ));
+        }
+        let spans: Vec<super::epoch_cache::BatchSpan> = log
+            .batches()
+            .map(|b| (b.base_offset(), b.last_offset(), b.partition_leader_epoch()))
+            .collect();
+        if let Some((o, d)) = super::epoch_cache::entry_without_records(
+            log.epoch_cache().epoch_entries(),
+            &spans,
+            ls,
+            log.log_end_offset(),
+        ) {
+            return Some(("epoch_cache_well_formed", Some(o), d));
         }
         if let Some(first) = log.epoch_cache().earliest_entry()
             && first.start_offset < ls
@@ -738,6 +871,47 @@ fn producer_state_difference(
     None
 }
 
+/// What the checker knows about a leader that lacks committed history from some offset.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct NewLeaderFacts {
+    /// Its epoch was elected uncleanly.
+    pub unclean: bool,
+    /// Its last recovery cut the log at a corrupt batch (bit rot), losing offsets from here.
+    pub corrupt_cut_at: Option<Offset>,
+    /// It restarted, so unflushed data may be gone.
+    pub lost_unflushed: bool,
+    /// Unflushed losses are violations (`Checker::strict_durability`).
+    pub strict_durability: bool,
+    /// The ISR it was elected with names another broker.
+    pub others_in_isr: bool,
+}
+
+/// The declared cause of a new leader's missing committed history from `from`, or why it is a
+/// `leader_completeness` violation.
+///
+/// A replica whose recovery cut its flushed log at a corrupt batch (`LogLoader.recoverLog`)
+/// lost that data; that is a loss of the partition only when the controller had nobody else
+/// to elect: it was the last ISR member (a restarted broker leaves every ISR it is not the last
+/// of when its old session is fenced), so it is elected with an ISR of itself. Elected next to
+/// another ISR member, a replica that still held the data was passed over: a violation, not an
+/// unflushed tail to excuse.
+pub fn leader_loss_cause(f: &NewLeaderFacts, from: Offset) -> Result<&'static str, &'static str> {
+    if f.unclean {
+        return Ok("unclean_election");
+    }
+    if f.corrupt_cut_at.is_some_and(|at| at <= from) {
+        return if f.others_in_isr {
+            Err("elected with other ISR members after recovery cut its log at a corrupt batch")
+        } else {
+            Ok("corrupt_batch_on_last_isr_member")
+        };
+    }
+    if f.lost_unflushed && !f.strict_durability {
+        return Ok("unflushed_loss_on_last_isr_member");
+    }
+    Err("cleanly elected")
+}
+
 /// The broker that leads `tp` in `cluster` now, if any.
 #[must_use]
 pub fn leader_of(nodes: &NodeMap, cluster: ClusterIdx, tp: &TopicPartition) -> Option<NodeId> {
@@ -786,14 +960,27 @@ pub fn with_partition<R>(
 /// zombie could use and hold those records, so only an unclean epoch `u` crossed since the HW
 /// was learned (`hw_epoch < u <= current_epoch`) allows it; any other truncation below the
 /// HW is still a violation.
+///
+/// A replica whose last restart lost unflushed writes (`lossy_restart`: it recovered a shorter
+/// log than it had, and has learned no HW since) is a declared unclean event of its own
+/// (kafka-semantics §2.1: a node that loses data breaks the HW invariants, which is why
+/// `canRecoverFromSingleNodeCommittedDataLoss` drops them). Its HW is the checkpoint clamped to
+/// the recovered end (Kafka `UnifiedLog.updateHighWatermark`), a promise made over the log it had
+/// before the crash; the lost writes may include a truncation, so the recovered log can hold
+/// batches that truncation had removed (Kafka does not flush after `LocalLog.truncateTo`), below
+/// that HW. Its next fetch truncates them (DivergingEpoch) below the recovered HW (mirror chaos
+/// seed 6220: a zombie coordinator append at 4 in epoch 0, truncated, then 4..9 from the new
+/// leader; power loss brought the old 4 back with HW 5). A restart that lost nothing keeps the
+/// rule, and so does a lossy one once the replica has learned an HW again.
 #[must_use]
 pub fn truncation_below_hw_declared(
     declared_losses: u32,
     unclean_epochs: &[LeaderEpoch],
     hw_epoch: Option<LeaderEpoch>,
     current_epoch: Option<LeaderEpoch>,
+    lossy_restart: bool,
 ) -> bool {
-    if declared_losses > 0 {
+    if declared_losses > 0 || lossy_restart {
         return true;
     }
     let (Some(hw_epoch), Some(current)) = (hw_epoch, current_epoch) else {
@@ -806,52 +993,95 @@ pub fn truncation_below_hw_declared(
 
 #[cfg(test)]
 mod tests {
-    use super::truncation_below_hw_declared;
-    use mirror_core::types::LeaderEpoch;
+    use super::{NewLeaderFacts, leader_loss_cause, truncation_below_hw_declared};
+    use mirror_core::types::{LeaderEpoch, Offset};
+
+    #[test]
+    fn bit_rot_is_a_declared_loss_only_on_the_last_isr_member() {
+        let rot = NewLeaderFacts {
+            corrupt_cut_at: Some(Offset(8)),
+            lost_unflushed: true,
+            ..NewLeaderFacts::default()
+        };
+        // The only copy: declared, under its own cause (not as an unflushed tail).
+        assert_eq!(
+            leader_loss_cause(&rot, Offset(8)),
+            Ok("corrupt_batch_on_last_isr_member")
+        );
+        // ... even in strict durability mode, which only refuses unflushed losses.
+        let strict = NewLeaderFacts {
+            strict_durability: true,
+            ..rot
+        };
+        assert_eq!(
+            leader_loss_cause(&strict, Offset(12)),
+            Ok("corrupt_batch_on_last_isr_member")
+        );
+        // Another ISR member had the data: electing the cut replica is a violation.
+        let others = NewLeaderFacts {
+            others_in_isr: true,
+            ..rot
+        };
+        assert!(leader_loss_cause(&others, Offset(8)).is_err());
+        // Data missing below the cut is not the rot's doing: the unflushed rule applies.
+        assert_eq!(
+            leader_loss_cause(&rot, Offset(4)),
+            Ok("unflushed_loss_on_last_isr_member")
+        );
+        assert!(leader_loss_cause(&NewLeaderFacts::default(), Offset(0)).is_err());
+        let unclean = NewLeaderFacts {
+            unclean: true,
+            ..others
+        };
+        assert_eq!(
+            leader_loss_cause(&unclean, Offset(8)),
+            Ok("unclean_election")
+        );
+    }
 
     const E: fn(i32) -> LeaderEpoch = LeaderEpoch;
+
+    fn declared(
+        losses: u32,
+        unclean: &[LeaderEpoch],
+        hw_epoch: Option<LeaderEpoch>,
+        current: Option<LeaderEpoch>,
+    ) -> bool {
+        truncation_below_hw_declared(losses, unclean, hw_epoch, current, false)
+    }
 
     #[test]
     fn truncation_below_hw_needs_a_declared_loss_or_a_crossed_unclean_epoch() {
         // No unclean event at all: a violation.
+        assert!(!declared(0, &[], Some(E(0)), Some(E(2))));
+        // A loss the ghost declared: allowed (as before).
+        assert!(declared(1, &[], Some(E(3)), Some(E(3))));
+        // Seed 67: HW learned from a zombie leader in epoch 0, epoch 2 elected uncleanly, the
+        // follower now follows epoch 2: allowed.
+        assert!(declared(0, &[E(2)], Some(E(0)), Some(E(2))));
+        // The HW was learned in or after the unclean epoch: the unclean leader's own promise,
+        // so cutting below it is a violation.
+        assert!(!declared(0, &[E(2)], Some(E(2)), Some(E(3))));
+        assert!(!declared(0, &[E(2)], Some(E(3)), Some(E(3))));
+        // The unclean epoch is not yet known to the replica: not its cause.
+        assert!(!declared(0, &[E(4)], Some(E(0)), Some(E(3))));
+        // Unknown HW epoch (replica restarted, never saw its HW move): no exemption.
+        assert!(!declared(0, &[E(2)], None, Some(E(2))));
+    }
+
+    #[test]
+    fn truncation_below_a_recovered_hw_is_declared_only_after_a_lossy_restart() {
+        // Seed 6220: the restart lost unflushed writes (a truncation among them) and the
+        // replica learned no HW since: its recovered HW is no promise, the truncation is allowed.
+        assert!(truncation_below_hw_declared(0, &[], None, Some(E(1)), true));
+        // The same truncation after a restart that lost nothing (or once an HW was learned
+        // again, which clears the flag): a violation.
         assert!(!truncation_below_hw_declared(
             0,
             &[],
-            Some(E(0)),
-            Some(E(2))
+            None,
+            Some(E(1)),
+            false
         ));
-        // A loss the ghost declared: allowed (as before).
-        assert!(truncation_below_hw_declared(1, &[], Some(E(3)), Some(E(3))));
-        // Seed 67: HW learned from a zombie leader in epoch 0, epoch 2 elected uncleanly, the
-        // follower now follows epoch 2: allowed.
-        assert!(truncation_below_hw_declared(
-            0,
-            &[E(2)],
-            Some(E(0)),
-            Some(E(2))
-        ));
-        // The HW was learned in or after the unclean epoch: the unclean leader's own promise,
-        // so cutting below it is a violation.
-        assert!(!truncation_below_hw_declared(
-            0,
-            &[E(2)],
-            Some(E(2)),
-            Some(E(3))
-        ));
-        assert!(!truncation_below_hw_declared(
-            0,
-            &[E(2)],
-            Some(E(3)),
-            Some(E(3))
-        ));
-        // The unclean epoch is not yet known to the replica: not its cause.
-        assert!(!truncation_below_hw_declared(
-            0,
-            &[E(4)],
-            Some(E(0)),
-            Some(E(3))
-        ));
-        // Unknown HW epoch (replica restarted, never saw its HW move): no exemption.
-        assert!(!truncation_below_hw_declared(0, &[E(2)], None, Some(E(2))));
     }
 }

@@ -23,14 +23,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use mirror_core::broker::partition::Partition;
 use mirror_core::broker::{Broker, Event, TruncationCause};
 use mirror_core::log::producer_state::ProducerStateManager;
-use mirror_core::mirror::{Design, MirrorPartitionState as S, Preset, is_valid_transition};
+use mirror_core::mirror::{
+    Design, MirrorPartitionKey, MirrorPartitionState as S, Preset, is_valid_transition,
+    mirror_state_partition,
+};
+use mirror_core::protocol::metadata::{MIRROR_STATE_TOPIC, MIRROR_STATE_TOPIC_PARTITIONS};
 use mirror_core::protocol::{ClusterIdx, NodeId};
 use mirror_core::record::{ControlRecord, RecordBatch};
-use mirror_core::types::{LeaderEpoch, Offset, TopicPartition};
+use mirror_core::types::{LeaderEpoch, Offset, TopicId, TopicPartition};
 
 use super::Violation;
 use super::ghost::{Ghost, PartitionKey};
 use super::log_invariants::{NodeMap, leader_of, with_partition};
+use super::state_history::{Observation, SeenRecord, StateHistory, committed_record};
 use crate::world::EventCtx;
 
 /// A failback seen so far: the old source `(cluster, tp)` started mirroring from the cluster
@@ -41,8 +46,7 @@ struct Failback {
     snapshot: Vec<RecordBatch>,
     /// Its LEO then.
     snapshot_leo: Offset,
-    /// Its HW then: the snapshot's batches below it were the old source's own committed,
-    /// already exposed records.
+    /// Its HW then: the tail above was never committed.
     snapshot_hw: Offset,
     /// `ghost.losses.len()` then: declared losses of the failback come after.
     losses_before: usize,
@@ -83,10 +87,18 @@ pub struct FailbackReport {
 pub struct MirrorChecker {
     /// Last persisted state and state epoch per destination partition.
     states: BTreeMap<PartitionKey, (S, i32)>,
+    /// The `__mirror_state` records seen per destination partition (`valid_transitions`).
+    histories: BTreeMap<PartitionKey, StateHistory>,
+    /// `ghost.losses.len()` when the histories last caught up with the declared losses.
+    losses_seen: usize,
     /// The LME recorded at stop and the LEO then.
     lme: BTreeMap<PartitionKey, (LeaderEpoch, Offset)>,
     /// Offset of the `MIRROR_PID_RESET` appended at stop.
     pid_reset: BTreeMap<PartitionKey, Offset>,
+    /// Stopped partitions whose PID barrier a declared loss of the cluster's own replication
+    /// cut (unclean election, unflushed loss of the last ISR member): the barrier is no
+    /// longer in the partition's history, so `pid_reset_after_stop` has nothing to check.
+    barrier_lost: BTreeSet<PartitionKey>,
     /// Source partitions some destination mirrored.
     sources: BTreeSet<PartitionKey>,
     /// Failbacks, by the old source partition.
@@ -117,6 +129,12 @@ impl MirrorChecker {
         self.states.get(&(cluster, tp.clone())).map(|s| s.0)
     }
 
+    /// The last persisted state epoch of a destination partition seen in events.
+    #[must_use]
+    pub fn state_epoch(&self, cluster: ClusterIdx, tp: &TopicPartition) -> Option<i32> {
+        self.states.get(&(cluster, tp.clone())).map(|s| s.1)
+    }
+
     /// Adopts a persisted transition no event reported. A leader learns its partition's
     /// state by reading the `__mirror_state` coordinator's committed record; that record may
     /// carry a transition whose writer never saw its write succeed (the coordinator committed
@@ -143,18 +161,83 @@ impl MirrorChecker {
         };
         let read = with_broker(nodes, node, |b| {
             b.mirror_runs().get(tp).and_then(|r| {
-                r.status
-                    .as_ref()
-                    .map(|s| (s.state, s.state_epoch, r.leader_epoch))
+                r.status.as_ref().map(|s| {
+                    let key = mirror_key(&r.mirror, r.topic_id, tp);
+                    (s.state, s.state_epoch, r.leader_epoch, s.leader_epoch, key)
+                })
             })
         })
         .flatten();
-        if let Some((state, epoch, run_epoch)) = read
+        if let Some((state, epoch, run_epoch, writer, mkey)) = read
             && epoch > known
             && state != known_state
             && !superseded_leader_epoch(ghost, node.cluster, tp, run_epoch)
+            && is_committed(
+                ghost,
+                node.cluster,
+                &mkey,
+                epoch,
+                SeenRecord { state, writer },
+            )
         {
+            // A conflicting record is left for its writer's report to flag.
+            let _ = self
+                .histories
+                .entry(key.clone())
+                .or_default()
+                .observe(epoch, SeenRecord { state, writer });
             self.states.insert(key, (state, epoch));
+        }
+    }
+
+    /// Catches up with the declared losses since the last call. A loss of a `__mirror_state`
+    /// partition (unclean election, last ISR member losing unflushed data) forgets the records
+    /// seen of its keys: the coordinator that takes over no longer has them, and its state
+    /// epochs restart from what it still has (module [`super::state_history`]). A loss that
+    /// cuts a stopped partition at or below its PID barrier takes the barrier with it
+    /// (mirror chaos seeds 4448, 5597: an unclean election, and the last ISR member losing its
+    /// unflushed tail, dropped the `MIRROR_PID_RESET`). Kafka allows both losses (declared,
+    /// kafka-semantics §2.2 `unclean_events`) and the seed's STOPPED has no action that
+    /// could write the reset again (kip1279.md A.1), so the mirrored producer state that the
+    /// replay of the remaining log brings back is the loss's, not a broken barrier.
+    fn on_declared_losses(&mut self, ghost: &Ghost) {
+        let new = &ghost.losses[self.losses_seen.min(ghost.losses.len())..];
+        self.losses_seen = ghost.losses.len();
+        for loss in new {
+            // A mirror truncation is the mirror's own doing (a new PREPARING resets the stop
+            // bookkeeping; a zombie mirror leader's cut is not the partition's history).
+            if loss.cause != "mirror_truncation" {
+                let cut: Vec<PartitionKey> = self
+                    .pid_reset
+                    .keys()
+                    .chain(self.lme.keys())
+                    .filter(|key| {
+                        loss.partition == format!("{}:{}", key.0.0, key.1)
+                            && self
+                                .pid_barrier(key)
+                                .is_some_and(|b| Offset(loss.from_offset) <= b)
+                    })
+                    .cloned()
+                    .collect();
+                self.barrier_lost.extend(cut);
+            }
+            for ((c, tp), h) in &mut self.histories {
+                let lost = match h.store_partition {
+                    Some(sp) => {
+                        let store = TopicPartition::new(MIRROR_STATE_TOPIC, sp);
+                        loss.partition == format!("{}:{store}", c.0)
+                    }
+                    None => loss
+                        .partition
+                        .starts_with(&format!("{}:{MIRROR_STATE_TOPIC}-", c.0)),
+                };
+                if lost {
+                    h.forget();
+                    if let Some(s) = self.states.get_mut(&(*c, tp.clone())) {
+                        s.1 = i32::MIN;
+                    }
+                }
+            }
         }
     }
 
@@ -169,26 +252,21 @@ impl MirrorChecker {
     ) -> Result<(), Violation> {
         let node = ctx.node;
         let cluster = node.cluster;
+        self.on_declared_losses(ghost);
         match event {
             Event::MirrorStateChanged {
                 tp,
                 from,
                 to,
                 state_epoch,
+                leader_epoch,
                 ..
-            } => self.on_state_changed(node, tp, *from, *to, *state_epoch, ghost, nodes, name),
-            // A `__mirror_state` replica restarted: unflushed coordinator records may be gone
-            // (Kafka does not fsync them; a single replica that loses power loses them), so
-            // state epochs restart from what the store still has.
-            Event::LogRecovered { tp, .. }
-                if tp.topic.as_ref() == mirror_core::protocol::metadata::MIRROR_STATE_TOPIC =>
-            {
-                for ((c, _), (_, epoch)) in &mut self.states {
-                    if *c == cluster {
-                        *epoch = i32::MIN;
-                    }
-                }
-                Ok(())
+            } => {
+                let record = SeenRecord {
+                    state: *to,
+                    writer: *leader_epoch,
+                };
+                self.on_state_changed(node, tp, *from, record, *state_epoch, ghost, nodes, name)
             }
             Event::MirrorLastMirroredEpoch {
                 tp,
@@ -199,6 +277,7 @@ impl MirrorChecker {
                     (cluster, tp.clone()),
                     (*last_mirrored_epoch, *log_end_offset),
                 );
+                self.barrier_lost.remove(&(cluster, tp.clone()));
                 Ok(())
             }
             Event::MirrorAligned { tp, .. } => {
@@ -276,30 +355,63 @@ impl MirrorChecker {
         node: NodeId,
         tp: &TopicPartition,
         from: S,
-        to: S,
+        record: SeenRecord,
         state_epoch: i32,
         ghost: &Ghost,
         nodes: &NodeMap,
         name: &dyn Fn(NodeId) -> String,
     ) -> Result<(), Violation> {
         let key = (node.cluster, tp.clone());
-        let design = with_broker(nodes, node, |b| b.config().mirror_design).unwrap_or_default();
-        let prev = self.states.get(&key).map(|s| s.1);
-        self.states.insert(key.clone(), (to, state_epoch));
-        if let Some(d) = transition_violation(&design, prev, from, to, state_epoch) {
-            return Err(Violation::new(
-                "valid_transitions",
-                name(node),
-                Some(tp),
-                None,
-                d,
-            ));
+        let to = record.state;
+        let (design, mkey) = with_broker(nodes, node, |b| {
+            let mkey = b
+                .mirror_runs()
+                .get(tp)
+                .map(|r| mirror_key(&r.mirror, r.topic_id, tp));
+            (b.config().mirror_design, mkey)
+        })
+        .unwrap_or_default();
+        let violation =
+            |d: String| Violation::new("valid_transitions", name(node), Some(tp), None, d);
+        if !is_valid_transition(&design, from, to) {
+            return Err(violation(format!(
+                "{from} -> {to} is not allowed in design {design}"
+            )));
         }
+        if let Some(mkey) = &mkey
+            && !is_committed(ghost, node.cluster, mkey, state_epoch, record)
+        {
+            // Acknowledged by a coordinator an unclean election had already replaced, or lost
+            // since with a declared loss: not (or no longer) the partition's history.
+            return Ok(());
+        }
+        let history = self.histories.entry(key.clone()).or_default();
+        history.store_partition = history
+            .store_partition
+            .or(mkey.as_ref().map(store_partition_of));
+        let seen = history.observe(state_epoch, record).map_err(violation)?;
+        if seen == Observation::Repeat {
+            return Ok(());
+        }
+        let prev = match seen {
+            Observation::Newest => self.states.get(&key).map(|s| s.1),
+            _ => None,
+        };
+        if let Some(d) = transition_violation(&design, prev, from, to, state_epoch) {
+            return Err(violation(d));
+        }
+        if seen == Observation::Late {
+            // A record older than the state now: its side effects were judged when the newer
+            // records were (or will be once their reports arrive).
+            return Ok(());
+        }
+        self.states.insert(key.clone(), (to, state_epoch));
         match to {
             S::Preparing => {
                 // A new mirroring cycle: the stop bookkeeping of an earlier one is over.
                 self.lme.remove(&key);
                 self.pid_reset.remove(&key);
+                self.barrier_lost.remove(&key);
                 if self.sources.contains(&key) {
                     // This cluster was a source of the partition: a failback starts.
                     let snapshot = with_partition(nodes, node, tp, |p| {
@@ -399,6 +511,9 @@ impl MirrorChecker {
         let Some(barrier) = self.pid_barrier(&key) else {
             return Ok(());
         };
+        if self.barrier_lost.contains(&key) {
+            return Ok(());
+        }
         let reset_seen = self.pid_reset.contains_key(&key);
         let stale = with_partition(nodes, node, tp, |p| {
             // A replica that has not reached the barrier yet still holds mirrored producers.
@@ -502,31 +617,35 @@ impl MirrorChecker {
         nodes: &NodeMap,
         name: &dyn Fn(NodeId) -> String,
     ) -> Result<(), Violation> {
-        let Some((source, is_leader)) = with_broker(nodes, node, |b| {
+        let Some((source, leader_epoch)) = with_broker(nodes, node, |b| {
             (
                 b.mirror_source_cluster(tp),
-                b.partition(tp).is_some_and(Partition::is_leader),
+                b.partition(tp)
+                    .filter(|p| p.is_leader())
+                    .map(|p| p.leader_epoch),
             )
         }) else {
             return Ok(());
         };
-        let Some(source) = source.filter(|_| is_leader) else {
+        let Some((source, leader_epoch)) = source.zip(leader_epoch) else {
             return Ok(());
         };
+        // A leader that has not learned of a later unclean election exposes the branch that
+        // election cut, not the partition's history (kafka-semantics §2.2: the true HW is the
+        // max HW exposed in a non-ULE history; log_invariants skips such replicas too). Mirror
+        // chaos seed 6568: a zombie dst leader ran its stop plan through a zombie coordinator
+        // and its own PID-reset batch went under its HW.
+        if ghost
+            .partitions
+            .get(&(node.cluster, tp.clone()))
+            .is_some_and(|g| g.unclean_epochs.iter().any(|u| *u > leader_epoch))
+        {
+            return Ok(());
+        }
         let f = self.failbacks.get(&(node.cluster, tp.clone()));
         let r = with_partition(nodes, node, tp, |p| {
-            let (snapshot, snapshot_hw) = f.map_or((&[][..], Offset(0)), |f| {
-                (f.snapshot.as_slice(), f.snapshot_hw)
-            });
-            exposed_beyond_source_after_failback(
-                ghost,
-                source,
-                tp,
-                p.log.batches(),
-                hw,
-                snapshot,
-                snapshot_hw,
-            )
+            let snapshot = f.map_or(&[][..], |f| f.snapshot.as_slice());
+            exposed_beyond_source_after_failback(ghost, source, tp, p.log.batches(), hw, snapshot)
         })
         .flatten();
         match r {
@@ -567,6 +686,7 @@ impl MirrorChecker {
                 && matches!(state, Some(S::Stopping | S::Stopped))
             {
                 self.pid_reset.insert(key.clone(), base);
+                self.barrier_lost.remove(&key);
             }
             if let Some(d) = read_only_violation(state, has_run, control) {
                 return Err(Violation::new(
@@ -637,15 +757,22 @@ impl MirrorChecker {
                 .filter(|l| l.partition == partition)
                 .map(|l| (l.from_offset, l.batches))
                 .collect();
+            let lowest_other_loss = ghost.losses[f.losses_before.min(ghost.losses.len())..]
+                .iter()
+                .filter(|l| l.partition == partition && l.cause != "mirror_truncation")
+                .map(|l| l.from_offset)
+                .min();
             let input = FailbackInput {
                 snapshot: &f.snapshot,
                 snapshot_leo: f.snapshot_leo,
+                snapshot_hw: f.snapshot_hw,
                 old_start,
                 old_log: &old_log,
                 new_start,
                 new_log: &new_log,
                 min_truncated_to: f.min_truncated_to,
                 losses: &losses,
+                lowest_other_loss,
             };
             match failback_outcome(&input) {
                 Ok(mut r) => {
@@ -668,6 +795,41 @@ impl MirrorChecker {
         self.failback_reports = reports;
         Ok(())
     }
+}
+
+/// The `__mirror_state` key of a destination partition.
+fn mirror_key(mirror: &str, topic_id: TopicId, tp: &TopicPartition) -> MirrorPartitionKey {
+    MirrorPartitionKey {
+        mirror_name: mirror.to_string(),
+        topic_id,
+        partition: tp.partition,
+    }
+}
+
+/// The `__mirror_state` partition holding `key`'s records.
+fn store_partition_of(key: &MirrorPartitionKey) -> i32 {
+    mirror_state_partition(
+        &key.mirror_name,
+        key.topic_id,
+        key.partition,
+        MIRROR_STATE_TOPIC_PARTITIONS,
+    )
+}
+
+/// Whether the state record is in the committed history of its `__mirror_state` partition
+/// (module [`super::state_history`]); true when the ghost does not track that partition.
+fn is_committed(
+    ghost: &Ghost,
+    cluster: ClusterIdx,
+    key: &MirrorPartitionKey,
+    state_epoch: i32,
+    record: SeenRecord,
+) -> bool {
+    let store = TopicPartition::new(MIRROR_STATE_TOPIC, store_partition_of(key));
+    ghost
+        .partitions
+        .get(&(cluster, store))
+        .is_none_or(|g| committed_record(g, key, state_epoch, record))
 }
 
 // ------------------------------------------------------------------ pure rules (unit-tested)
@@ -760,18 +922,22 @@ pub fn exposed_beyond_source<'a>(
 }
 
 /// [`exposed_beyond_source`] on an old source that fails back (`snapshot`: its leader log when
-/// the failback entered PREPARING, `snapshot_hw`: its HW then; empty when not failing back).
+/// the failback entered PREPARING; empty when not failing back).
 ///
 /// Failback (seed design, kip1279 Part B §8.1): PREPARING truncates only from the first local
-/// epoch above the LME, so the old source's own tail written in the LME's epoch after the
-/// mirror's copy stays until the first mirror fetch returns a diverging epoch and truncates it
-/// (a failback truncation below the HW, which kafka-semantics §2.3 item 7 allows). Those
-/// batches were committed by this cluster while it was the source and were readable when the
-/// failback started; they are not source data, and nothing is newly exposed, so keeping them
-/// for that window does not expose uncommitted *source* data (§2.3 item 12 is "over the
-/// mirrored range"). Exempt exactly them: the snapshot's batches below its HW, byte-identical
-/// at the same offset. Anything appended since (a marker, a mirrored batch) or a tail the old
-/// source had not committed when the failback started is still checked.
+/// epoch above the LME, so the old source's own tail in epochs up to the LME stays until the
+/// first mirror fetch returns a diverging epoch and truncates it ("any remaining tail inside
+/// epoch <= LME that the source never had is then removed by the normal Fetch divergence
+/// path", B §8.1 step 3; a failback truncation below the HW, which kafka-semantics §2.3 item 7
+/// allows). Until then the old source's followers keep replicating that tail and Kafka's HW
+/// rule (`maybeIncrementLeaderHW`, §1.5) moves the HW over it, whether or not it was already
+/// committed when the failback started (mirror chaos seeds 541, 1092, 1734, 1945, 2530, 3594,
+/// 3732, 4420, 4566, 4599, 4886, 5046, 5388, 6986: a follower lagging at the failback catches
+/// up during PREPARING or before the first mirror fetch). Those batches are the old source's
+/// own writes, in its log before this mirror run appended anything: not source data, so
+/// exposing them does not expose uncommitted *source* data (§2.3 item 12 is "over the mirrored
+/// range"). Exempt exactly them: the snapshot's batches, byte-identical at the same offset.
+/// Anything this run appended (a mirrored batch, a marker) is still checked.
 pub fn exposed_beyond_source_after_failback<'a>(
     ghost: &Ghost,
     source: ClusterIdx,
@@ -779,13 +945,9 @@ pub fn exposed_beyond_source_after_failback<'a>(
     dest_batches: impl Iterator<Item = &'a RecordBatch>,
     hw: Offset,
     snapshot: &[RecordBatch],
-    snapshot_hw: Offset,
 ) -> Option<(Offset, String)> {
-    let own_tail: BTreeMap<Offset, &RecordBatch> = snapshot
-        .iter()
-        .filter(|b| b.last_offset() < snapshot_hw)
-        .map(|b| (b.base_offset(), b))
-        .collect();
+    let own_tail: BTreeMap<Offset, &RecordBatch> =
+        snapshot.iter().map(|b| (b.base_offset(), b)).collect();
     let batches = dest_batches.filter(|b| own_tail.get(&b.base_offset()).is_none_or(|o| *o != *b));
     exposed_beyond_source(ghost, source, tp, batches, hw)
 }
@@ -911,6 +1073,8 @@ pub struct FailbackInput<'a> {
     pub snapshot: &'a [RecordBatch],
     /// Its LEO then.
     pub snapshot_leo: Offset,
+    /// Its HW then.
+    pub snapshot_hw: Offset,
     /// The old source's final log start.
     pub old_start: Offset,
     /// The old source's final leader log.
@@ -923,6 +1087,9 @@ pub struct FailbackInput<'a> {
     pub min_truncated_to: Option<Offset>,
     /// Declared losses on the old source since the failback started: `(from, batches)`.
     pub losses: &'a [(i64, usize)],
+    /// The lowest `from` among those losses that were not mirror truncations (an unclean
+    /// election, or its last ISR member's recovery cutting its log), if any.
+    pub lowest_other_loss: Option<i64>,
 }
 
 /// `failback_converges` on one partition: the logs agree from the later log start, and
@@ -973,7 +1140,19 @@ pub fn failback_outcome(i: &FailbackInput<'_>) -> Result<FailbackReport, (Option
         .min_truncated_to
         .map_or(0, |t| (i.snapshot_leo.0 - t.0).max(0));
     let lowest_declared = i.losses.iter().map(|l| l.0).min();
-    if dropped > 0 {
+    // The old tail must be cut by the failback's LME truncation, unless another declared loss
+    // already removed it: the old source's only replica lost its log below the divergence
+    // (mirror chaos seed 94: bit rot cut it at 406, the tail began at 517), so alignment found
+    // nothing to truncate. Either way every dropped record is a declared loss, which is what
+    // `failback_converges` requires.
+    let dropped_by_other_loss = i.lowest_other_loss.is_some_and(|d| d <= divergence.0);
+    // A tail above the old source's HW at the snapshot was never committed: any leader change
+    // may drop it before the alignment looks (Kafka truncates a follower's uncommitted tail to
+    // its new leader's log; no loss to declare). Mirror chaos seed 9960: 30..39 appended while
+    // the only follower was cut off (HW 30), then an out-of-date replica elected uncleanly
+    // with LEO 30; the ghost lost nothing committed and the alignment found nothing to cut.
+    let dropped_uncommitted = divergence >= i.snapshot_hw;
+    if dropped > 0 && !dropped_by_other_loss && !dropped_uncommitted {
         match i.min_truncated_to {
             Some(t) if t <= divergence => {}
             other => {

@@ -237,12 +237,14 @@ fn failback_converges_reports_the_dropped_tail_as_the_declared_loss() {
     let i = FailbackInput {
         snapshot: &snapshot,
         snapshot_leo: Offset(26),
+        snapshot_hw: Offset(26),
         old_start: Offset(0),
         old_log: &final_log,
         new_start: Offset(0),
         new_log: &final_log,
         min_truncated_to: Some(Offset(24)),
         losses: &losses,
+        lowest_other_loss: None,
     };
     let r = failback_outcome(&i).unwrap();
     assert_eq!(r.divergence_offset, 24);
@@ -258,12 +260,14 @@ fn failback_converges_rejects_diverged_logs_undeclared_drops_and_a_kept_tail() {
     let base = FailbackInput {
         snapshot: &snapshot,
         snapshot_leo: Offset(26),
+        snapshot_hw: Offset(26),
         old_start: Offset(0),
         old_log: &final_log,
         new_start: Offset(0),
         new_log: &final_log,
         min_truncated_to: Some(Offset(24)),
         losses: &losses,
+        lowest_other_loss: None,
     };
     // The old source still holds its own tail: the logs differ at 24.
     let (o, d) = failback_outcome(&FailbackInput {
@@ -303,6 +307,43 @@ fn failback_converges_rejects_diverged_logs_undeclared_drops_and_a_kept_tail() {
     })
     .unwrap_err();
     assert!(d.contains("never truncated"), "{d}");
+    // ... unless a declared loss that is not a mirror truncation had already cut the old
+    // source's log at or below the divergence (seed 94: its only replica's recovery cut a
+    // rotted batch); one above the divergence does not excuse it.
+    assert!(
+        failback_outcome(&FailbackInput {
+            min_truncated_to: None,
+            lowest_other_loss: Some(20),
+            ..base
+        })
+        .is_ok()
+    );
+    assert!(
+        failback_outcome(&FailbackInput {
+            min_truncated_to: None,
+            lowest_other_loss: Some(25),
+            ..base
+        })
+        .is_err()
+    );
+    // ... and the tail was never committed (HW 24 at the snapshot): a leader change may drop
+    // it with nothing to declare (seed 9960). With HW 25, record 24 was committed: an error.
+    assert!(
+        failback_outcome(&FailbackInput {
+            min_truncated_to: None,
+            snapshot_hw: Offset(24),
+            ..base
+        })
+        .is_ok()
+    );
+    assert!(
+        failback_outcome(&FailbackInput {
+            min_truncated_to: None,
+            snapshot_hw: Offset(25),
+            ..base
+        })
+        .is_err()
+    );
     // Comparison starts at the later log start: a retention gap below it is fine.
     let r = failback_outcome(&FailbackInput {
         old_start: Offset(24),
@@ -314,30 +355,36 @@ fn failback_converges_rejects_diverged_logs_undeclared_drops_and_a_kept_tail() {
 }
 
 #[test]
-fn not_ahead_of_source_after_failback_exempts_only_the_old_sources_committed_tail() {
-    // Goal: on an old source failing back, its own tail committed before the failback (left
-    // by PREPARING in the LME's epoch until the first diverging fetch) is not "exposing
-    // uncommitted source data"; anything else above the new source's true HW still is.
+fn not_ahead_of_source_after_failback_exempts_only_the_old_sources_own_tail() {
+    // Goal: on an old source failing back, its own tail (left by PREPARING in the LME's epoch
+    // until the first diverging fetch) is not "exposing uncommitted source data", whether it
+    // was committed before the failback or its HW reached it since (mirror chaos seed 541: a
+    // lagging follower caught up during PREPARING); anything the mirror run appended above the
+    // new source's true HW still is.
     let a = batch(0, 3, 0, "a"); // mirrored to the new source before the stop
     let tail = batch(3, 2, 0, "tail"); // the old source's own, committed there
     let uncommitted = batch(5, 1, 0, "u"); // above the old source's HW at failback start
     let g = ghost_with(std::slice::from_ref(&a)); // new source's true HW 3
     let snapshot = [a.clone(), tail.clone(), uncommitted.clone()];
-    let hw_then = Offset(5);
     let dest = [a.clone(), tail.clone()];
     let check = |dest: &[RecordBatch], hw: i64, snap: &[RecordBatch]| {
-        exposed_beyond_source_after_failback(&g, SRC, &tp(), dest.iter(), Offset(hw), snap, hw_then)
+        exposed_beyond_source_after_failback(&g, SRC, &tp(), dest.iter(), Offset(hw), snap)
     };
     assert_eq!(check(&dest, 5, &snapshot), None);
     // Not failing back (no snapshot): the same log is a violation.
     assert_eq!(check(&dest, 5, &[]).map(|x| x.0), Some(Offset(3)));
-    // The old source's tail it had not committed when the failback started: checked.
-    let dest = [a.clone(), tail.clone(), uncommitted];
-    assert_eq!(check(&dest, 6, &snapshot).map(|x| x.0), Some(Offset(5)));
-    // Something appended since at a tail offset (e.g. a marker, a different batch): checked.
+    // The old source's tail it had not committed when the failback started, committed since
+    // by its own followers: still its own data, exempt.
+    let dest = [a.clone(), tail.clone(), uncommitted.clone()];
+    assert_eq!(check(&dest, 6, &snapshot), None);
+    // Something the run appended at a tail offset (e.g. a marker, a different batch): checked.
     let marker = batch(3, 1, 0, "marker");
-    let dest = [a, marker];
+    let dest = [a.clone(), marker];
     assert_eq!(check(&dest, 4, &snapshot).map(|x| x.0), Some(Offset(3)));
+    // A batch mirrored past the snapshot's end and above the new source's true HW: checked.
+    let mirrored = batch(6, 2, 1, "m");
+    let dest = [a, tail, uncommitted, mirrored];
+    assert_eq!(check(&dest, 8, &snapshot).map(|x| x.0), Some(Offset(6)));
 }
 
 #[test]

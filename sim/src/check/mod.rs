@@ -2,12 +2,21 @@
 //!
 //! - [`ghost`]: ghost state kept by the harness: committed history per partition (true HW),
 //!   acknowledged writes, consumed records, declared data-loss events.
+//! - [`epoch_cache`]: the entry side of `epoch_cache_well_formed` (every entry inside the log
+//!   starts a batch of its epoch; only a trailing one may sit at the LEO with no record).
 //! - [`log_invariants`]: kafka-semantics §2.3 items 1-10, checked after every event on the
 //!   partition the event touched.
 //! - [`mirror`]: KIP-1279 mirror invariants (kafka-semantics §2.3 items 11-18, scenarios §5)
 //!   after every event on the touched partition, and the end-of-run failback validation.
+//! - [`state_history`]: the `__mirror_state` records seen per mirror partition
+//!   (`valid_transitions`: late reports are history, two records with one state epoch are a
+//!   lost update).
+//! - [`hw_bound`]: the leader's `HW ≤ min LEO over maximalIsr` (kafka-semantics §2.3 item 2).
+//! - [`prefix`]: LogMatching of a replica's log below its HW against the committed history.
 //! - [`history`]: what clients saw (Jepsen-style): acknowledged writes not lost, consumers
 //!   reading committed data in order without duplicates.
+//! - [`recovery`]: recovery is idempotent (a second recovery of the files a restart left
+//!   changes nothing) and, at the end, every replica's files hold its log.
 //!
 //! The first [`Violation`] stops the run; it names the invariant, node, partition, offset and
 //! event number.
@@ -15,10 +24,15 @@
 // A violation ends the run, so its size on the error path does not matter.
 #![allow(clippy::result_large_err)]
 
+pub mod epoch_cache;
 pub mod ghost;
 pub mod history;
+pub mod hw_bound;
 pub mod log_invariants;
 pub mod mirror;
+pub mod prefix;
+pub mod recovery;
+pub mod state_history;
 
 #[cfg(test)]
 mod mirror_test;
@@ -170,6 +184,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         "valid_transitions",
         "every mirror state change is allowed by the design and the state epoch strictly rises",
+    ),
+    (
+        "recovery_idempotent",
+        "after every restart a second recovery of the files the first left cuts nothing and rebuilds the same log (batches, log start, LEO, HW, epoch cache, producer state); at the end every replica's files hold its log",
     ),
     (
         "failback_converges",

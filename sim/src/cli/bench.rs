@@ -82,14 +82,8 @@ pub fn reference_plan(scale: u32) -> ChaosPlan {
         failover_clients: Vec::new(),
         build: None,
         net: None,
+        persistent: None,
     }
-}
-
-fn peak_memory_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
 }
 
 /// Runs the benchmark for the comma-separated `scales`.
@@ -141,7 +135,7 @@ pub fn run(scales: &str) -> Result<i32, super::CliError> {
             sim / wall.max(1e-9),
             3600.0 / wall.max(1e-9),
             events as f64 / wall.max(1e-9),
-            peak_memory_mib().unwrap_or(f64::NAN)
+            super::memory::peak_resident_mib().unwrap_or(f64::NAN)
         );
     }
     Ok(code)

@@ -29,6 +29,7 @@ pub fn run(
     do_shrink: bool,
     json: bool,
     out: &Path,
+    jobs: usize,
 ) -> Result<i32, CliError> {
     let designs: Vec<String> = designs.split(',').map(|d| d.trim().to_string()).collect();
     for d in &designs {
@@ -45,7 +46,7 @@ pub fn run(
             design: Some(d.clone()),
             ..ChaosOptions::default()
         };
-        let design_cells = run_design(d, &list, &opts, do_shrink, json, out);
+        let design_cells = run_design(d, &list, &opts, do_shrink, json, out, jobs);
         any_failure |= design_cells.iter().any(|c| c.verdict != "pass");
         cells.extend(design_cells);
     }
@@ -67,39 +68,44 @@ fn run_design(
     do_shrink: bool,
     quiet: bool,
     out: &Path,
+    jobs: usize,
 ) -> Vec<Cell> {
     let mut progress = super::summary::Progress::new(list.len(), quiet);
     let mut by_verdict: BTreeMap<String, Cell> = BTreeMap::new();
-    for (i, seed) in list.iter().enumerate() {
-        let o = run_chaos_seed(*seed, opts);
-        let verdict = o.verdict.short();
-        progress.tick(i + 1, !o.verdict.is_pass());
-        if let Some(c) = by_verdict.get_mut(&verdict) {
-            c.seeds += 1;
-            continue;
-        }
-        let mut cell = Cell {
-            design: design.to_string(),
-            verdict: verdict.clone(),
-            seeds: 1,
-            first_seed: *seed,
-            first_size: o.plan.size(),
-            shrunk_size: None,
-            capsule: None,
-        };
-        if !o.verdict.is_pass() {
-            let dir = out.join(design);
-            cell.capsule = write_capsule(&dir, &o).map(|p| p.display().to_string());
-            if do_shrink && let Ok(s) = shrink(o.plan.clone(), opts, DEFAULT_MAX_RUNS, |_| {}) {
-                cell.shrunk_size = Some(s.plan.size());
-                let path = dir.join(format!("capsule-{seed}.min.json"));
-                if super::shrink::write(&path, &s).is_ok() {
-                    cell.capsule = Some(path.display().to_string());
+    super::jobs::run_ordered(
+        list,
+        jobs,
+        |seed| run_chaos_seed(*seed, opts),
+        |i, o| {
+            let verdict = o.verdict.short();
+            progress.tick(i + 1, !o.verdict.is_pass());
+            if let Some(c) = by_verdict.get_mut(&verdict) {
+                c.seeds += 1;
+                return;
+            }
+            let mut cell = Cell {
+                design: design.to_string(),
+                verdict: verdict.clone(),
+                seeds: 1,
+                first_seed: o.seed,
+                first_size: o.plan.size(),
+                shrunk_size: None,
+                capsule: None,
+            };
+            if !o.verdict.is_pass() {
+                let dir = out.join(design);
+                cell.capsule = write_capsule(&dir, &o).map(|p| p.display().to_string());
+                if do_shrink && let Ok(s) = shrink(o.plan.clone(), opts, DEFAULT_MAX_RUNS, |_| {}) {
+                    cell.shrunk_size = Some(s.plan.size());
+                    let path = dir.join(format!("capsule-{}.min.json", o.seed));
+                    if super::shrink::write(&path, &s).is_ok() {
+                        cell.capsule = Some(path.display().to_string());
+                    }
                 }
             }
-        }
-        by_verdict.insert(verdict, cell);
-    }
+            by_verdict.insert(verdict, cell);
+        },
+    );
     progress.finish();
     by_verdict.into_values().collect()
 }

@@ -62,6 +62,18 @@ pub fn differences(known: &Known, ran: &[u64], failed: &BTreeMap<u64, String>) -
     out
 }
 
+/// For fresh seeds (`chaos --known FILE --fresh`): the failures whose verdict no known
+/// finding has (a new kind of failure); failures of a known kind are the findings' families
+/// showing up on new seeds.
+#[must_use]
+pub fn unknown_kinds(known: &Known, failed: &BTreeMap<u64, String>) -> Vec<String> {
+    failed
+        .iter()
+        .filter(|(_, v)| !known.values().any(|k| k == *v))
+        .map(|(seed, v)| format!("seed {seed}: {v}, a kind no known finding has"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +88,19 @@ mod tests {
         assert_eq!(d.len(), 2, "{d:?}");
         assert!(d[0].contains("seed 5") && d[1].contains("seed 7"));
         assert!(differences(&k, &[3], &failed).is_empty());
+    }
+
+    #[test]
+    fn fresh_seeds_are_judged_by_kind() {
+        let k = parse("3 violation:log_matching\n5 liveness\n", "k").unwrap();
+        let failed: BTreeMap<u64, String> = [
+            (900, "violation:log_matching".to_string()),
+            (901, "violation:valid_transitions".to_string()),
+        ]
+        .into();
+        let d = unknown_kinds(&k, &failed);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].starts_with("seed 901:"));
     }
 
     #[test]

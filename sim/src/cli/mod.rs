@@ -5,20 +5,25 @@
 pub mod bench;
 pub mod compare;
 pub mod dump;
+pub mod jobs;
 pub mod known;
+pub mod memory;
+pub mod merge;
 pub mod report;
 pub mod scenarios;
 pub mod seeds;
 pub mod shrink;
 pub mod summary;
+pub mod sweep;
 pub mod tour;
+pub mod triage;
+pub mod triage_input;
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::chaos::{ChaosOptions, ChaosOutcome, ChaosPlan, Verdict, run_chaos_seed, run_plan};
+use crate::chaos::{ChaosOptions, ChaosOutcome, ChaosPlan, Verdict, run_plan};
 
 /// Deterministic simulation testbed for KIP-1279 cluster mirroring.
 #[derive(Parser, Debug)]
@@ -43,7 +48,7 @@ pub enum Command {
         /// One JSON object per seed on stdout (for CI).
         #[arg(long)]
         json: bool,
-        /// Plant a bug to check the checkers: `hw-ignores-isr`.
+        /// Plant a bug to check the checkers: `hw-ignores-isr`, `recovery-keeps-torn-tail`.
         #[arg(long)]
         ablation: Option<String>,
         /// Two clusters with KIP-1279 mirroring (faults on both, stop / pause / failback).
@@ -62,6 +67,14 @@ pub enum Command {
         /// difference from it instead of on any failure.
         #[arg(long, value_name = "FILE")]
         known: Option<PathBuf>,
+        /// With `--known`: the seeds are fresh (none is listed), so a failure passes only if
+        /// its verdict is one a known finding also has; any other verdict fails the sweep.
+        #[arg(long, requires = "known")]
+        fresh: bool,
+        /// Seeds run at once, each on its own thread and runtime (default: every core);
+        /// output and hashes are those of `--jobs 1`.
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
     },
     /// Replay a seed or a capsule (JSON) and print its trace.
     Replay {
@@ -93,6 +106,56 @@ pub enum Command {
         /// At most this many runs.
         #[arg(long, default_value_t = crate::chaos::shrink::DEFAULT_MAX_RUNS)]
         max_runs: usize,
+        /// Candidates tried at once (default: every core); the result is that of `--jobs 1`.
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+    },
+    /// Combine the `--json` outputs of `chaos --shard i/n` runs into one summary; refuses
+    /// truncated files and overlapping or missing shards.
+    Merge {
+        /// The shards' `--json` outputs.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// One JSON object for the merged summary.
+        #[arg(long)]
+        json: bool,
+        /// A baseline of known findings: fail on any difference from it instead of on any
+        /// failure (as `chaos --known`).
+        #[arg(long, value_name = "FILE")]
+        known: Option<PathBuf>,
+    },
+    /// Group the failures of a sweep by signature (verdict, invariant, the partition's role,
+    /// the fault kinds of the shrunk plan) and shrink one representative per group.
+    Triage {
+        /// `--json` outputs of earlier sweeps (`chaos --json > FILE`); none: run `--seeds`.
+        files: Vec<PathBuf>,
+        /// Seeds to run when no file is given: `A..B`, `A..=B` or one seed.
+        #[arg(long)]
+        seeds: Option<String>,
+        /// Two-cluster mirror plans (with `--seeds`).
+        #[arg(long)]
+        mirror: bool,
+        /// KIP-1279 design (with `--seeds`).
+        #[arg(long)]
+        design: Option<String>,
+        /// Seeds (and shrinks) run at once (default: every core).
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+        /// Where the shrunk representatives are written.
+        #[arg(long, default_value = "target/mirrorsim/triage")]
+        out: PathBuf,
+        /// At most this many runs per shrink.
+        #[arg(long, default_value_t = crate::chaos::shrink::DEFAULT_MAX_RUNS)]
+        max_runs: usize,
+        /// Group without shrinking (no fault kinds in the signature).
+        #[arg(long)]
+        no_shrink: bool,
+        /// One JSON object per group.
+        #[arg(long)]
+        json: bool,
+        /// Plant the same bug as the failing sweep.
+        #[arg(long)]
+        ablation: Option<String>,
     },
     /// The design lab: run each design over the same mirror seeds; a table of design ×
     /// invariant with the first failing seed and its shrunk size.
@@ -115,6 +178,10 @@ pub enum Command {
         /// Where the failing capsules of each cell are written.
         #[arg(long, default_value = "target/mirrorsim/compare")]
         out: PathBuf,
+        /// Seeds run at once, each on its own thread and runtime (default: every core);
+        /// output and hashes are those of `--jobs 1`.
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
     },
     /// Run scenario files (or every `*.toml` in a directory) and check their expectations.
     Run {
@@ -133,6 +200,10 @@ pub enum Command {
         /// One JSON object per scenario.
         #[arg(long)]
         json: bool,
+        /// Scenarios run at once, each on its own thread and runtime (default: every core);
+        /// output comes in file order.
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
     },
     /// Replay a seed or capsule and write an HTML timeline of it (one lane per partition
     /// and cluster; leaders, epochs, LEO/HW, mirror states, faults, the failing event).
@@ -216,8 +287,12 @@ fn options(ablation: Option<&str>) -> Result<ChaosOptions, CliError> {
             ablation_hw_ignores_isr: true,
             ..ChaosOptions::default()
         }),
+        Some("recovery-keeps-torn-tail") => Ok(ChaosOptions {
+            ablation_recovery_keeps_torn_tail: true,
+            ..ChaosOptions::default()
+        }),
         Some(other) => Err(CliError::BadArgument(format!(
-            "--ablation: unknown `{other}` (known: hw-ignores-isr)"
+            "--ablation: unknown `{other}` (known: hw-ignores-isr, recovery-keeps-torn-tail)"
         ))),
     }
 }
@@ -268,20 +343,24 @@ pub fn run(cli: Cli) -> i32 {
             out,
             design,
             known,
+            fresh,
+            jobs,
         }) => options(ablation.as_deref()).and_then(|mut o| {
             o.mirror = mirror;
             o.design = validate_design(design)?;
             let known = known.as_deref().map(known::load).transpose()?;
-            chaos(
-                known.as_ref(),
-                &seeds,
-                shard.as_deref(),
+            sweep::run(&sweep::SweepArgs {
+                seeds: &seeds,
+                shard: shard.as_deref(),
                 json,
-                &o,
-                ablation.as_deref(),
+                opts: o,
+                ablation: ablation.as_deref(),
                 check_determinism,
-                &out,
-            )
+                out: &out,
+                known: known.as_ref(),
+                fresh,
+                jobs: jobs::resolve(jobs)?,
+            })
         }),
         Some(Command::Replay {
             target,
@@ -296,8 +375,17 @@ pub fn run(cli: Cli) -> i32 {
             out,
             ablation,
             max_runs,
-        }) => options(ablation.as_deref())
-            .and_then(|o| shrink::run(&capsule, out.as_deref(), &o, ablation.as_deref(), max_runs)),
+            jobs,
+        }) => options(ablation.as_deref()).and_then(|o| {
+            shrink::run(&shrink::ShrinkArgs {
+                capsule: &capsule,
+                out: out.as_deref(),
+                opts: &o,
+                ablation: ablation.as_deref(),
+                max_runs,
+                jobs: jobs::resolve(jobs)?,
+            })
+        }),
         Some(Command::Compare {
             designs,
             seeds,
@@ -305,15 +393,58 @@ pub fn run(cli: Cli) -> i32 {
             json,
             mirror: _,
             out,
-        }) => compare::run(&designs, &seeds, !no_shrink, json, &out),
+            jobs,
+        }) => jobs::resolve(jobs)
+            .and_then(|j| compare::run(&designs, &seeds, !no_shrink, json, &out, j)),
         Some(Command::Bench { scales }) => bench::run(&scales),
+        Some(Command::Merge { files, json, known }) => known
+            .as_deref()
+            .map(known::load)
+            .transpose()
+            .and_then(|k| merge::run(&files, json, k.as_ref())),
+        Some(Command::Triage {
+            files,
+            seeds,
+            mirror,
+            design,
+            jobs,
+            out,
+            max_runs,
+            no_shrink,
+            json,
+            ablation,
+        }) => {
+            if !files.is_empty() && seeds.is_some() {
+                Err(CliError::BadArgument(
+                    "triage: give sweep files or --seeds, not both".into(),
+                ))
+            } else {
+                validate_design(design).and_then(|design| {
+                    triage::run(&triage::TriageArgs {
+                        files: &files,
+                        seeds: seeds.as_deref(),
+                        mirror,
+                        design,
+                        opts: options(ablation.as_deref())?,
+                        ablation: ablation.as_deref(),
+                        jobs: jobs::resolve(jobs)?,
+                        out: &out,
+                        max_runs,
+                        no_shrink,
+                        json,
+                    })
+                })
+            }
+        }
         Some(Command::Run {
             scenarios,
             design,
             trace,
             verbose,
             json,
-        }) => scenarios::run(&scenarios, design.as_deref(), trace, verbose, json),
+            jobs,
+        }) => jobs::resolve(jobs)
+            .and_then(|j| scenarios::run(&scenarios, design.as_deref(), trace, verbose, json, j)),
         Some(Command::Report {
             target,
             mirror,
@@ -365,7 +496,8 @@ fn list() {
     }
     println!();
     println!("Fault kinds (chaos): crash (process | power loss | torn write) with restart, pause,");
-    println!("  isolate, isolate from controller, packet loss, unclean election, DeleteRecords;");
+    println!("  isolate, isolate from controller, packet loss, unclean election, DeleteRecords,");
+    println!("  bit rot (rot_batch: crash, a bit of a batch CRC flips on disk, restart);");
     println!(
         "  world faults also: partition (one-way/symmetric), clog, latency spike, disk full, EIO."
     );
@@ -377,7 +509,7 @@ fn list() {
         println!("  {name:<36} {what}");
     }
     println!();
-    println!("Chaos ablations (planted bugs): hw-ignores-isr");
+    println!("Chaos ablations (planted bugs): hw-ignores-isr, recovery-keeps-torn-tail");
 }
 
 /// One line of a sweep summary.
@@ -401,97 +533,6 @@ pub(crate) fn write_capsule(out: &std::path::Path, o: &ChaosOutcome) -> Option<P
     let text = serde_json::to_string_pretty(&plan).ok()?;
     std::fs::write(&path, text).ok()?;
     Some(path)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn chaos(
-    known: Option<&known::Known>,
-    seeds: &str,
-    shard: Option<&str>,
-    json: bool,
-    opts: &ChaosOptions,
-    ablation: Option<&str>,
-    check_determinism: Option<u64>,
-    out: &std::path::Path,
-) -> Result<i32, CliError> {
-    let range = seeds::parse_seeds(seeds).map_err(|e| CliError::BadArgument(e.to_string()))?;
-    let shard = shard
-        .map(seeds::parse_shard)
-        .transpose()
-        .map_err(|e| CliError::BadArgument(e.to_string()))?;
-    let opts = opts.clone();
-    let list = seeds::shard_seeds(range, shard);
-    let mut summary = summary::SweepSummary::default();
-    let mut progress = summary::Progress::new(list.len(), json);
-    let start = std::time::Instant::now();
-    for (i, seed) in list.iter().enumerate() {
-        let o = run_chaos_seed(*seed, &opts);
-        summary.add(&o);
-        if let Some(n) = check_determinism
-            && n > 0
-            && seed % n == 0
-        {
-            let again = run_chaos_seed(*seed, &opts);
-            let h = |x: &ChaosOutcome| x.report.as_ref().map(|r| r.trace_hash.clone());
-            if h(&o) != h(&again) {
-                summary.nondeterministic.push(*seed);
-            }
-        }
-        let capsule = (!o.verdict.is_pass())
-            .then(|| write_capsule(out, &o))
-            .flatten();
-        if json {
-            let line = serde_json::json!({
-                "seed": o.seed,
-                "design": o.plan.design,
-                "verdict": o.verdict.short(),
-                "trace_hash": o.report.as_ref().map(|r| r.trace_hash.clone()),
-                "sim_seconds": o.report.as_ref().map(|r| r.sim_seconds),
-                "events": o.report.as_ref().map(|r| r.events),
-                "capsule": capsule.as_ref().map(|c| c.display().to_string()),
-                "detail": o.verdict,
-            });
-            println!("{line}");
-        } else if !o.verdict.is_pass() {
-            progress.interrupt();
-            println!("{}", outcome_line(&o));
-            describe_failure(&o, capsule.as_deref(), ablation);
-        }
-        progress.tick(i + 1, !o.verdict.is_pass());
-    }
-    progress.finish();
-    if !json {
-        summary.print(start.elapsed().as_secs_f64(), check_determinism);
-    }
-    let findings_ok = match known {
-        None => summary.failed().is_empty(),
-        Some(k) => {
-            let failed: std::collections::BTreeMap<u64, String> = summary
-                .by_verdict
-                .iter()
-                .filter(|(v, _)| v.as_str() != "pass")
-                .flat_map(|(v, seeds)| seeds.iter().map(move |s| (*s, v.clone())))
-                .collect();
-            let diffs = known::differences(k, &list, &failed);
-            if !json {
-                println!(
-                    "baseline         {} known findings in range, {} differences",
-                    list.iter().filter(|s| k.contains_key(s)).count(),
-                    diffs.len()
-                );
-                for d in &diffs {
-                    println!("  {d}");
-                }
-            }
-            diffs.is_empty()
-        }
-    };
-    let _ = std::io::stdout().flush();
-    Ok(if findings_ok && summary.nondeterministic.is_empty() {
-        0
-    } else {
-        1
-    })
 }
 
 pub(crate) fn describe_failure(

@@ -57,6 +57,7 @@ pub fn run(
     trace: bool,
     verbose: bool,
     json: bool,
+    jobs: usize,
 ) -> Result<i32, CliError> {
     let design = design
         .map(mirror_core::mirror::Design::parse)
@@ -69,39 +70,43 @@ pub fn run(
         tap: None,
     };
     let mut failed = 0;
-    for sc in &scenarios {
-        let o = run_scenario(sc, &opts);
-        if trace || verbose {
-            for l in o.report.iter().flat_map(|r| r.lines.iter()) {
-                println!("{l}");
+    super::jobs::run_ordered(
+        &scenarios,
+        jobs,
+        |sc| run_scenario(sc, &opts),
+        |_, o| {
+            if trace || verbose {
+                for l in o.report.iter().flat_map(|r| r.lines.iter()) {
+                    println!("{l}");
+                }
             }
-        }
-        if json {
-            println!(
-                "{}",
-                serde_json::json!({
-                    "scenario": o.name,
-                    "file": o.file,
-                    "design": o.design,
-                    "seed": o.seed,
-                    "passed": o.passed(),
-                    "verdict": o.verdict,
-                    "violation": o.violation,
-                    "trace_hash": o.report.as_ref().map(|r| r.trace_hash.clone()),
-                    "sim_seconds": o.report.as_ref().map(|r| r.sim_seconds),
-                    "steps": o.steps,
-                })
-            );
-        } else {
-            println!("{}", outcome_line(&o));
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "scenario": o.name,
+                        "file": o.file,
+                        "design": o.design,
+                        "seed": o.seed,
+                        "passed": o.passed(),
+                        "verdict": o.verdict,
+                        "violation": o.violation,
+                        "trace_hash": o.report.as_ref().map(|r| r.trace_hash.clone()),
+                        "sim_seconds": o.report.as_ref().map(|r| r.sim_seconds),
+                        "steps": o.steps,
+                    })
+                );
+            } else {
+                println!("{}", outcome_line(&o));
+                if !o.passed() {
+                    describe(&o, Path::new(&o.file));
+                }
+            }
             if !o.passed() {
-                describe(&o, Path::new(&o.file));
+                failed += 1;
             }
-        }
-        if !o.passed() {
-            failed += 1;
-        }
-    }
+        },
+    );
     if !json && scenarios.len() > 1 {
         println!();
         println!(

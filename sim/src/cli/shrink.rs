@@ -5,17 +5,28 @@ use std::path::{Path, PathBuf};
 
 use super::{CliError, read_capsule};
 use crate::chaos::ChaosOptions;
-use crate::chaos::shrink::{Shrunk, shrink};
+use crate::chaos::shrink::{Shrunk, shrink_on};
+
+/// What `shrink` was asked to do.
+pub struct ShrinkArgs<'a> {
+    /// The capsule file.
+    pub capsule: &'a str,
+    /// Where the minimal capsule goes (default: next to the input).
+    pub out: Option<&'a Path>,
+    /// Run options (`--ablation`).
+    pub opts: &'a ChaosOptions,
+    /// `--ablation`, for the replay command.
+    pub ablation: Option<&'a str>,
+    /// At most this many runs.
+    pub max_runs: usize,
+    /// Candidates tried at once.
+    pub jobs: usize,
+}
 
 /// Runs the subcommand; exit code 1 when a smaller (or the same) failing capsule was written,
 /// since the capsule still fails; 2 for bad input or a capsule that passes.
-pub fn run(
-    capsule: &str,
-    out: Option<&Path>,
-    opts: &ChaosOptions,
-    ablation: Option<&str>,
-    max_runs: usize,
-) -> Result<i32, CliError> {
+pub fn run(a: &ShrinkArgs<'_>) -> Result<i32, CliError> {
+    let capsule = a.capsule;
     let plan = read_capsule(capsule)?;
     println!(
         "shrinking {capsule} (seed {}, design {}): {}",
@@ -24,13 +35,15 @@ pub fn run(
         plan.size()
     );
     let t0 = std::time::Instant::now();
-    let shrunk = shrink(plan, opts, max_runs, |step| {
+    let shrunk = shrink_on(plan, a.opts, a.max_runs, a.jobs, |step| {
         println!("  accepted: {:<60} -> {}", step.what, step.size);
     })
     .map_err(|e| CliError::BadArgument(format!("{capsule}: {e}")))?;
-    let path = out.map_or_else(|| default_out(capsule), Path::to_path_buf);
+    let path = a
+        .out
+        .map_or_else(|| default_out(capsule), Path::to_path_buf);
     write(&path, &shrunk)?;
-    print_result(&shrunk, &path, ablation, t0.elapsed().as_secs_f64());
+    print_result(&shrunk, &path, a.ablation, t0.elapsed().as_secs_f64());
     Ok(1)
 }
 

@@ -110,8 +110,8 @@ impl SweepSummary {
         v
     }
 
-    /// Prints the table; `wall` is the sweep's wall time in seconds.
-    pub fn print(&self, wall: f64, check_determinism: Option<u64>) {
+    /// Prints the table; `wall` is the sweep's wall time in seconds, over `jobs` threads.
+    pub fn print(&self, wall: f64, check_determinism: Option<u64>, jobs: usize) {
         println!();
         println!("{:<40} {:>7}  seeds", "verdict", "count");
         println!("{}", "-".repeat(72));
@@ -136,12 +136,17 @@ impl SweepSummary {
                 abbreviated(&self.nondeterministic)
             );
         }
-        let per_core_hour = self.total as f64 / wall.max(1e-9) * 3600.0;
+        let per_hour = self.total as f64 / wall.max(1e-9) * 3600.0;
         println!(
-            "simulated {:.0} s in {wall:.1} s wall ({:.0}x real time), {per_core_hour:.0} seeds/core-hour",
+            "simulated {:.0} s in {wall:.1} s wall ({:.0}x real time), {per_hour:.0} seeds/hour on {jobs} job{}, {:.0} seeds/core-hour",
             self.sim_seconds,
-            self.sim_seconds / wall.max(1e-9)
+            self.sim_seconds / wall.max(1e-9),
+            if jobs == 1 { "" } else { "s" },
+            per_hour / jobs.max(1) as f64
         );
+        if let Some(peak) = super::memory::peak_resident_mib() {
+            println!("peak resident memory {peak:.1} MiB (VmHWM)");
+        }
     }
 }
 

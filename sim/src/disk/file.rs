@@ -40,6 +40,21 @@ impl SimFile {
         self.durable_prefix + self.durable_tail.len()
     }
 
+    /// Length of the prefix of the current view that is also durable.
+    pub(super) fn flushed_len(&self) -> usize {
+        self.durable_prefix
+    }
+
+    /// Bit rot: XORs `mask` into the flushed byte at `pos`, in the durable image and the
+    /// current view alike. False (nothing changed) when `pos` is not flushed.
+    pub(super) fn rot(&mut self, pos: usize, mask: u8) -> bool {
+        if pos >= self.durable_prefix || mask == 0 {
+            return false;
+        }
+        self.current[pos] ^= mask;
+        true
+    }
+
     pub(super) fn append(&mut self, bytes: &[u8]) {
         self.current.extend_from_slice(bytes);
         self.pending.push(PendingOp::Append(bytes.to_vec()));

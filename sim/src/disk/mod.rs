@@ -4,8 +4,10 @@
 //! crash behaviours Kafka's recovery exists for. Here each file has a current view (what
 //! reads see) and a durable image (what an fsync made permanent); a [`SimDisk::crash`]
 //! keeps the durable image plus, per [`CrashPolicy`], some or all of the unflushed
-//! operations, possibly tearing the last append mid-batch. Recovery (CRC validation,
-//! truncating a torn tail) is the broker's job, as in Kafka's log loader.
+//! operations, possibly tearing the last append mid-batch. Flushed bytes can rot
+//! ([`SimDisk::rot`]): a bit flips on the platter, silently, and only a CRC check finds it.
+//! Recovery (CRC validation, truncating a torn tail or a rotted batch) is the broker's job, as
+//! in Kafka's log loader.
 //!
 //! The disk is plain synchronous data: the node driver submits the core's `Io` commands and
 //! reports completions, and tests drive it with a seeded `StdRng`.
@@ -113,6 +115,8 @@ pub struct DiskStats {
     pub crashes: u64,
     /// Appended bytes lost in crashes.
     pub bytes_lost: u64,
+    /// Flushed bytes that rotted.
+    pub rotted_bytes: u64,
 }
 
 /// One broker's disk: files by path (`"orders-0/00000000000000000000.log"`,
@@ -236,6 +240,27 @@ impl SimDisk {
     #[must_use]
     pub fn durable_len(&self, path: &str) -> Option<u64> {
         self.files.get(path).map(|f| f.durable_len() as u64)
+    }
+
+    /// Length of the prefix of `path` that is flushed (what bit rot can reach).
+    #[must_use]
+    pub fn flushed_len(&self, path: &str) -> Option<u64> {
+        self.files.get(path).map(|f| f.flushed_len() as u64)
+    }
+
+    /// Fault knob: latent corruption of flushed data. XORs `mask` into the byte at `pos` of
+    /// `path`, which must lie in its flushed prefix; reads and the durable image both see it
+    /// (the model has no page cache to hide it). No I/O fault is raised: the rot is silent.
+    /// Returns false, changing nothing, when `pos` is not flushed or `mask` is 0.
+    pub fn rot(&mut self, path: &str, pos: u64, mask: u8) -> bool {
+        let Some(f) = self.files.get_mut(path) else {
+            return false;
+        };
+        let rotted = usize::try_from(pos).is_ok_and(|p| f.rot(p, mask));
+        if rotted {
+            self.stats.rotted_bytes += 1;
+        }
+        rotted
     }
 
     /// Whether `path` has operations that a crash could lose.

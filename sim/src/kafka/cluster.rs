@@ -37,6 +37,10 @@ pub struct BrokerTuning {
     /// Planted bug: leaders ignore the ISR when advancing the HW (checker teeth).
     #[serde(default)]
     pub ablation_hw_ignores_isr: bool,
+    /// Planted bug: recovery cuts a torn tail from the log but not from the file (checker
+    /// teeth for `recovery_idempotent`).
+    #[serde(default)]
+    pub ablation_recovery_keeps_torn_tail: bool,
     /// KIP-1279 design preset and ablations (`seed`, `latest`, `seed-no-pid-reset`, ...;
     /// kip1279.md A.3). `None` = the default design (seed).
     #[serde(default)]
@@ -52,6 +56,7 @@ impl Default for BrokerTuning {
             replica_lag_time_max_ms: 30_000,
             kip966_min_isr_gate: true,
             ablation_hw_ignores_isr: false,
+            ablation_recovery_keeps_torn_tail: false,
             mirror_design: None,
         }
     }
@@ -122,6 +127,7 @@ fn broker_config(cluster: ClusterIdx, id: BrokerId, spec: &ClusterSpec) -> Broke
     c.replica_lag_time_max_ms = spec.tuning.replica_lag_time_max_ms;
     c.kip966_min_isr_gate = spec.tuning.kip966_min_isr_gate;
     c.ablation_hw_ignores_isr = spec.tuning.ablation_hw_ignores_isr;
+    c.ablation_recovery_keeps_torn_tail = spec.tuning.ablation_recovery_keeps_torn_tail;
     if let Some(d) = &spec.tuning.mirror_design {
         c.mirror_design = mirror_core::mirror::Design::parse(d)
             .unwrap_or_else(|e| panic!("invalid mirror_design {d:?}: {e}"));
@@ -188,9 +194,14 @@ impl KafkaWorld {
         }
         {
             let mut map = lock(&nodes);
+            let mut disks = BTreeMap::new();
             for id in world.configured_nodes() {
                 map.insert(id, world.node_state(id));
+                if matches!(id.role, NodeRole::Broker(_)) {
+                    disks.insert(id, world.disk(id));
+                }
             }
+            lock(&checker).disks = disks;
         }
         Self {
             world,
@@ -375,6 +386,63 @@ impl KafkaWorld {
         let arc = self.world.node_state(NodeId::controller(cluster));
         let g = lock(&arc);
         g.as_controller()?.image().partition(tp)?.leader
+    }
+
+    /// Every partition's registration per the controller (internal topics included), with
+    /// its topic's `min.insync.replicas` (1 when the topic does not set it).
+    #[must_use]
+    pub fn controller_partitions(
+        &self,
+        cluster: ClusterIdx,
+    ) -> Vec<(
+        mirror_core::protocol::metadata::PartitionRegistration,
+        usize,
+    )> {
+        let arc = self.world.node_state(NodeId::controller(cluster));
+        let g = lock(&arc);
+        g.as_controller()
+            .map(|c| {
+                let image = c.image();
+                image
+                    .topics
+                    .values()
+                    .flat_map(|t| {
+                        let min_isr = image
+                            .topic_config(&t.name, "min.insync.replicas")
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(1);
+                        t.partitions.values().map(move |p| (p.clone(), min_isr))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Brokers the controller has registered and not fenced.
+    #[must_use]
+    pub fn unfenced_brokers(&self, cluster: ClusterIdx) -> Vec<BrokerId> {
+        let arc = self.world.node_state(NodeId::controller(cluster));
+        let g = lock(&arc);
+        g.as_controller()
+            .map(|c| {
+                c.image()
+                    .brokers
+                    .iter()
+                    .filter(|(_, r)| !r.fenced)
+                    .map(|(b, _)| *b)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The partition's assigned replicas per the controller (empty when unknown).
+    #[must_use]
+    pub fn replicas(&self, cluster: ClusterIdx, tp: &TopicPartition) -> Vec<BrokerId> {
+        let arc = self.world.node_state(NodeId::controller(cluster));
+        let g = lock(&arc);
+        g.as_controller()
+            .and_then(|c| c.image().partition(tp).map(|r| r.replicas.clone()))
+            .unwrap_or_default()
     }
 
     /// Runs `f` on a broker.
@@ -768,6 +836,12 @@ impl KafkaWorld {
         }
         if c.violation().is_none()
             && let Err(v) = c.mirror.check_failback(&c.ghost, &nodes, &name)
+        {
+            c.report(v);
+        }
+        let live = |n: NodeId| !self.world.status(n).is_down();
+        if c.violation().is_none()
+            && let Err(v) = crate::check::recovery::files_hold_logs(&c.disks, &nodes, &live, &name)
         {
             c.report(v);
         }

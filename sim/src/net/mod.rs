@@ -235,6 +235,13 @@ impl<M: WireSize + 'static> Network<M> {
         }
     }
 
+    /// Closes the network at the end of a run: in-flight messages are dropped and the
+    /// delivery task ends, so it does not outlive the runtime (a pending madsim task left at
+    /// runtime drop leaks, with everything it holds, through the executor's queue).
+    pub fn close(&self) {
+        lock(&self.inner).close();
+    }
+
     /// Whether `node` is currently registered.
     #[must_use]
     pub fn is_registered(&self, node: NodeId) -> bool {

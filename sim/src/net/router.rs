@@ -51,6 +51,8 @@ pub(super) struct Router<M> {
     pub(super) start: Instant,
     pump_waker: Option<Waker>,
     pump_kicked: bool,
+    /// Set by [`Network::close`](super::Network::close): the pump returns at its next wake.
+    pub(super) closed: bool,
 }
 
 impl<M> Router<M> {
@@ -68,6 +70,7 @@ impl<M> Router<M> {
             start,
             pump_waker: None,
             pump_kicked: false,
+            closed: false,
         }
     }
 
@@ -77,6 +80,18 @@ impl<M> Router<M> {
             .get(&node)
             .filter(|s| s.alive)
             .map(|s| s.incarnation)
+    }
+
+    /// Ends the pump: it returns when it next runs, so no pending task (and no timer of it)
+    /// outlives the run.
+    pub(super) fn close(&mut self) {
+        self.closed = true;
+        self.queue.clear();
+        self.held.clear();
+        self.pump_kicked = true;
+        if let Some(w) = self.pump_waker.take() {
+            w.wake();
+        }
     }
 
     /// Queues a message; wakes the pump if it now has an earlier deadline.
@@ -185,6 +200,9 @@ pub(super) async fn pump<M: 'static>(router: Weak<Mutex<Router<M>>>) {
         let head = {
             let Some(r) = router.upgrade() else { return };
             let mut r = lock(&r);
+            if r.closed {
+                return;
+            }
             r.deliver_due(Instant::now());
             r.pump_kicked = false;
             r.queue.first_key_value().map(|((at, _), _)| *at)

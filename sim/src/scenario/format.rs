@@ -321,6 +321,17 @@ pub enum StepKind {
         #[serde(default)]
         mode: CrashModeDef,
     },
+    /// Bit rot: a bit of the stored CRC of the flushed batch holding `offset` flips on the
+    /// broker's disk (the batch must lie in a segment its next recovery scans). The broker
+    /// does not notice until it restarts (`crash` + `restart`).
+    RotBatch {
+        cluster: String,
+        broker: BrokerRef,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        offset: i64,
+    },
     /// Restarts a crashed broker.
     Restart { cluster: String, broker: i32 },
     /// Restarts every crashed broker of `cluster` (of every cluster when absent).
@@ -428,12 +439,16 @@ pub enum StepKind {
     /// The partition's log, offset by offset: `batches` as `"<base>-<last>@<epoch> <kind>"`
     /// (kind: data, txn, commit, abort, pid_reset; `@*` matches any epoch), the epoch cache
     /// as `[epoch, start]` pairs, and the bounds. Checked on the leader and, unless
-    /// `leader_only`, on every live replica.
+    /// `leader_only`, on every live replica; with `broker`, on that replica only (it need not
+    /// be in sync, and the partition need not have a leader). `isr` is the leader's committed
+    /// ISR.
     ExpectLog {
         cluster: String,
         topic: String,
         #[serde(default)]
         partition: i32,
+        #[serde(default)]
+        broker: Option<i32>,
         #[serde(default)]
         batches: Option<Vec<String>>,
         #[serde(default)]
@@ -450,6 +465,8 @@ pub enum StepKind {
         leader_epoch_above: Option<i64>,
         #[serde(default)]
         leader_only: bool,
+        #[serde(default)]
+        isr: Option<Vec<i32>>,
     },
     /// The two clusters' leaders hold byte-identical logs for the partition.
     ExpectLogsEqual {
@@ -952,6 +969,15 @@ impl Scenario {
                 cluster("source", source)?;
                 expect(e)
             }
+            K::RotBatch {
+                cluster: c,
+                broker: b,
+                topic,
+                ..
+            } => {
+                let ci = cluster("cluster", c)?;
+                broker_ref(ci, b, &Some(topic.clone()))
+            }
             K::Crash {
                 cluster: c,
                 broker: b,
@@ -1034,9 +1060,13 @@ impl Scenario {
             K::ExpectLog {
                 cluster: c,
                 batches,
+                broker: b,
                 ..
             } => {
-                cluster("cluster", c)?;
+                let ci = cluster("cluster", c)?;
+                if let Some(b) = b {
+                    broker(ci, *b)?;
+                }
                 for (i, b) in batches.iter().flatten().enumerate() {
                     BatchPattern::parse(b)
                         .map_err(|m| (format!("batches[{i}]"), format!("`{b}`: {m}")))?;

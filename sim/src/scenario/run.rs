@@ -19,6 +19,7 @@ use super::format::{
 use super::inspect::{self, Bounds};
 use crate::check::Violation;
 use crate::disk::CrashPolicy;
+use crate::kafka::rot::RotTarget;
 use crate::kafka::{ClusterSpec, KafkaWorld, KafkaWorldSpec};
 use crate::net::{Direction, FaultId, NetConfig, NodeSet};
 use crate::workload::{ClientNode, Producer, ProducerConfig};
@@ -287,7 +288,9 @@ async fn execute(
     if let Some(t) = &tap {
         t.finish(&w);
     }
-    (records, violation, w.world.report(sc.seed))
+    let report = w.world.report(sc.seed);
+    w.world.shutdown();
+    (records, violation, report)
 }
 
 fn kind_name(k: &StepKind) -> &'static str {
@@ -311,6 +314,7 @@ fn kind_name(k: &StepKind) -> &'static str {
         K::DeleteRecords { .. } => "delete_records",
         K::UncleanElection { .. } => "unclean_election",
         K::Crash { .. } => "crash",
+        K::RotBatch { .. } => "rot_batch",
         K::Restart { .. } => "restart",
         K::RestartAll { .. } => "restart_all",
         K::PauseBroker { .. } => "pause_broker",
@@ -877,6 +881,22 @@ impl Ctx<'_> {
                     Err(format!("{cluster}-{} is already down", b.0))
                 }
             }
+            K::RotBatch {
+                cluster,
+                broker,
+                topic,
+                partition,
+                offset,
+            } => {
+                let c = self.cluster(cluster);
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let b = self.resolve_broker(c, broker, Some(topic), *partition)?;
+                let r = w.rot_batch(c, b, &tp, RotTarget::Offset(Offset(*offset)))?;
+                Ok(format!(
+                    "{cluster}-{} {tp}: batch {}-{} rotted",
+                    b.0, r.base_offset, r.last_offset
+                ))
+            }
             K::Restart { cluster, broker } => {
                 let n = NodeId::broker(self.cluster(cluster), BrokerId(*broker));
                 if !w.world.status(n).is_down() {
@@ -1099,6 +1119,7 @@ impl Ctx<'_> {
                 cluster,
                 topic,
                 partition,
+                broker,
                 batches,
                 epochs,
                 log_start,
@@ -1107,14 +1128,30 @@ impl Ctx<'_> {
                 leo,
                 leader_epoch_above,
                 leader_only,
+                isr,
             } => {
                 let c = self.cluster(cluster);
                 let tp = TopicPartition::new(topic.as_str(), *partition);
-                let leader = w
-                    .leader(c, &tp)
-                    .ok_or_else(|| format!("{tp} has no leader"))?;
+                if let Some(want) = isr {
+                    w.leader(c, &tp)
+                        .ok_or_else(|| format!("{tp} has no leader"))?;
+                    let (_, got) = inspect::replicas_and_isr(&w, c, &tp)
+                        .ok_or_else(|| format!("{tp} leader state missing"))?;
+                    let got: Vec<i32> = got.iter().map(|b| b.0).collect();
+                    let mut want = want.clone();
+                    want.sort_unstable();
+                    if got != want {
+                        return Err(format!("{tp} ISR: expected {want:?}, got {got:?}"));
+                    }
+                }
+                let leader = match broker {
+                    Some(b) => BrokerId(*b),
+                    None => w
+                        .leader(c, &tp)
+                        .ok_or_else(|| format!("{tp} has no leader"))?,
+                };
                 let mut replicas = vec![leader];
-                if !leader_only {
+                if !leader_only && broker.is_none() {
                     let (all, _) = inspect::replicas_and_isr(&w, c, &tp)
                         .ok_or_else(|| format!("{tp} leader state missing"))?;
                     replicas.extend(
@@ -1168,14 +1205,16 @@ impl Ctx<'_> {
                         return Err(format!("{tp} leader epoch {e} is not above {min}"));
                     }
                 }
-                let x = inspect::bounds(&w, c, leader, &tp).ok_or("leader replica missing")?;
+                let first = replicas[0];
+                let x = inspect::bounds(&w, c, first, &tp).ok_or("replica missing")?;
+                let on = if first == leader {
+                    format!("{} replica(s)", replicas.len())
+                } else {
+                    format!("{cluster}-{}", first.0)
+                };
                 Ok(format!(
-                    "{cluster}/{tp} on {} replica(s): start={} lso={} hw={} leo={}",
-                    replicas.len(),
-                    x.log_start,
-                    x.lso,
-                    x.hw,
-                    x.leo
+                    "{cluster}/{tp} on {on}: start={} lso={} hw={} leo={}",
+                    x.log_start, x.lso, x.hw, x.leo
                 ))
             }
             K::ExpectLogsEqual {

@@ -82,7 +82,12 @@ pub struct TraceSink {
     next_seq: u64,
     hashed_lines: u64,
     scratch: String,
+    limit: Option<u64>,
 }
+
+/// The panic message of a run stopped by [`TraceSink::set_limit`] (shrink candidates that run
+/// away are stopped, not waited for).
+pub const EVENT_LIMIT_EXCEEDED: &str = "event limit exceeded";
 
 impl TraceSink {
     /// A sink that keeps lines up to level `keep` and sends them to `output`.
@@ -96,6 +101,7 @@ impl TraceSink {
             next_seq: 0,
             hashed_lines: 0,
             scratch: String::new(),
+            limit: None,
         }
     }
 
@@ -114,17 +120,52 @@ impl TraceSink {
         subject: &str,
         text: &str,
     ) -> u64 {
+        self.event_detailed(level, t_micros, node, subject, text, None)
+    }
+
+    /// Stops the run (a panic, which the harness returns as the run's error) at the
+    /// `limit`-th event; `None` lifts the limit.
+    pub fn set_limit(&mut self, limit: Option<u64>) {
+        self.limit = limit;
+    }
+
+    /// True when lines of `level` are kept (printed or stored), so a caller formats a
+    /// [`TraceSink::event_detailed`] detail only when it will be seen.
+    #[must_use]
+    pub fn keeps(&self, level: TraceLevel) -> bool {
+        level <= self.keep && self.output != TraceOutput::Discard
+    }
+
+    /// [`TraceSink::event`] with a `detail` appended to the kept line but not hashed: the
+    /// hash covers the line without it, so it is the same whether the detail was formatted
+    /// or not (verbose sends: the message's fields, see [`super::message`]).
+    pub fn event_detailed(
+        &mut self,
+        level: TraceLevel,
+        t_micros: u64,
+        node: &str,
+        subject: &str,
+        text: &str,
+        detail: Option<&str>,
+    ) -> u64 {
         let seq = self.next_seq;
+        if let Some(limit) = self.limit
+            && seq >= limit
+        {
+            panic!("{EVENT_LIMIT_EXCEEDED}: {limit} events");
+        }
         self.next_seq += 1;
         let mut buf = std::mem::take(&mut self.scratch);
         write_line(&mut buf, t_micros, seq, node, subject, text);
-        if level > self.keep || self.output == TraceOutput::Discard {
-            // Only hashed: no line is built for keeping.
-            self.hash.update(buf.as_bytes());
-            self.hash.update(b"\n");
-            self.hashed_lines += 1;
-        } else {
-            self.record(level, buf.clone());
+        self.hash_line(&buf);
+        if self.keeps(level) {
+            let mut kept = String::with_capacity(buf.len() + detail.map_or(0, |d| d.len() + 1));
+            kept.push_str(&buf);
+            if let Some(d) = detail {
+                kept.push(' ');
+                kept.push_str(d);
+            }
+            self.output(kept);
         }
         self.scratch = buf;
         seq
@@ -132,12 +173,19 @@ impl TraceSink {
 
     /// Records an already formatted line (headers, footers) without numbering it.
     pub fn record(&mut self, level: TraceLevel, line: String) {
+        self.hash_line(&line);
+        if self.keeps(level) {
+            self.output(line);
+        }
+    }
+
+    fn hash_line(&mut self, line: &str) {
         self.hash.update(line.as_bytes());
         self.hash.update(b"\n");
         self.hashed_lines += 1;
-        if level > self.keep {
-            return;
-        }
+    }
+
+    fn output(&mut self, line: String) {
         match self.output {
             TraceOutput::Memory => self.lines.push(line),
             TraceOutput::Stdout => println!("{line}"),
@@ -243,6 +291,50 @@ mod tests {
             compact.lines()[1],
             "t=     0.003s #0000002 fault  src-2        crash"
         );
+    }
+
+    #[test]
+    fn a_detail_is_kept_but_not_hashed() {
+        // Goal: a verbose send's detail shows in the kept line, and the hash (and numbering)
+        // equal those of a sink that never formatted it.
+        let mut kept = TraceSink::new(TraceLevel::Verbose, TraceOutput::Memory);
+        let mut hashed = TraceSink::new(TraceLevel::Compact, TraceOutput::Memory);
+        assert!(kept.keeps(TraceLevel::Verbose));
+        assert!(!hashed.keeps(TraceLevel::Verbose));
+        assert!(
+            !TraceSink::new(TraceLevel::Verbose, TraceOutput::Discard).keeps(TraceLevel::Compact)
+        );
+        kept.event_detailed(
+            TraceLevel::Verbose,
+            1_000,
+            "src-1",
+            "src-2",
+            "→ request id=7",
+            Some("Fetch t0-0(off=3)"),
+        );
+        hashed.event_detailed(
+            TraceLevel::Verbose,
+            1_000,
+            "src-1",
+            "src-2",
+            "→ request id=7",
+            None,
+        );
+        assert_eq!(
+            kept.lines(),
+            ["t=     0.001s #0000000 src-1  src-2        → request id=7 Fetch t0-0(off=3)"]
+        );
+        assert!(hashed.lines().is_empty());
+        assert_eq!(kept.hash(), hashed.hash());
+        let mut plain = TraceSink::new(TraceLevel::Compact, TraceOutput::Discard);
+        plain.event(
+            TraceLevel::Verbose,
+            1_000,
+            "src-1",
+            "src-2",
+            "→ request id=7",
+        );
+        assert_eq!(plain.hash(), kept.hash());
     }
 
     #[test]

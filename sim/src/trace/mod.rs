@@ -5,9 +5,13 @@
 //! - [`hash`](mod@hash): FNV-1a 64, a specified algorithm (never `DefaultHasher`, which may change
 //!   between Rust releases).
 //! - [`format`](mod@format): the column layout, the two levels and the [`TraceSink`].
+//! - [`message`]: what a request or response says (API and key fields), for verbose lines.
 
 pub mod format;
 pub mod hash;
+pub mod message;
+mod request;
+mod response;
 
-pub use format::{TraceLevel, TraceOutput, TraceSink, line};
+pub use format::{EVENT_LIMIT_EXCEEDED, TraceLevel, TraceOutput, TraceSink, line};
 pub use hash::TraceHash;

@@ -7,7 +7,9 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
+use mirror_core::broker::recovery::{RecoveryInputs, RecoveryRecord, RecoveryScan};
 use mirror_core::broker::{Event, IoOp, Message, Node, Output};
+use mirror_core::log::partition_log::{LogConfig, PartitionLog};
 use mirror_core::protocol::metadata::MetadataRecord;
 use mirror_core::protocol::{CorrelationId, ErrorCode, NodeId, Request, Response};
 use mirror_core::time::Instant;
@@ -75,6 +77,16 @@ impl PingNode {
             tp: tp(),
             log_end_offset: Offset(i64::try_from(entries).unwrap_or(i64::MAX)),
             truncated_bytes: torn,
+            record: std::sync::Arc::new(RecoveryRecord {
+                inputs: RecoveryInputs {
+                    scan: RecoveryScan::Unclean {
+                        recovery_point: Offset(0),
+                    },
+                    log_start_checkpoint: None,
+                    hw_checkpoint: None,
+                },
+                log: PartitionLog::new(LogConfig::default()),
+            }),
         }));
         let consistent = image
             .chunks_exact(8)

@@ -5,12 +5,12 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use mirror_core::broker::Event;
+use mirror_core::broker::{Event, Message};
 use mirror_core::protocol::{ClusterIdx, CorrelationId, NodeId, NodeRole};
 
 use crate::disk::{CrashPolicy, CrashReport};
 use crate::net::{Direction, FaultId, NodeSet};
-use crate::trace::TraceLevel;
+use crate::trace::{TraceLevel, message};
 
 /// Node column of fault lines.
 pub const FAULT_COLUMN: &str = "fault";
@@ -70,15 +70,6 @@ impl Names {
     }
 }
 
-/// What kind of message a send carried (the verbose trace does not print payloads).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum MessageKind {
-    /// A request.
-    Request,
-    /// A response.
-    Response,
-}
-
 /// One trace event of the world.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TraceEvent<'a> {
@@ -100,7 +91,9 @@ pub enum TraceEvent<'a> {
         /// The fact.
         event: &'a Event,
     },
-    /// A node sent a message (verbose).
+    /// A node sent a message (verbose). The line is hashed by its header (direction and
+    /// correlation id); the message's fields are a detail shown only when the line is kept
+    /// ([`TraceEvent::detail`]).
     Send {
         /// Sender.
         from: NodeId,
@@ -108,8 +101,10 @@ pub enum TraceEvent<'a> {
         to: NodeId,
         /// Correlation id.
         id: CorrelationId,
-        /// Request or response.
-        kind: MessageKind,
+        /// The message.
+        message: &'a Message,
+        /// For a response, the API of the request it answers, when known.
+        answers: Option<&'static str>,
     },
     /// Fault: a node crashed.
     Crash {
@@ -267,13 +262,19 @@ impl TraceEvent<'_> {
                 text: format!("start inc={incarnation} files={files} meta={metadata_records}"),
             },
             T::Node { node, event } => render_node_event(names, *node, event),
-            T::Send { from, to, id, kind } => Rendered {
+            T::Send {
+                from,
+                to,
+                id,
+                message,
+                ..
+            } => Rendered {
                 level: TraceLevel::Verbose,
                 node: names.node(*from),
                 subject: names.node(*to),
-                text: match kind {
-                    MessageKind::Request => format!("→ request id={id}"),
-                    MessageKind::Response => format!("→ response id={id}"),
+                text: match message {
+                    Message::Request(_) => format!("→ request id={id}"),
+                    Message::Response(_) => format!("→ response id={id}"),
                 },
             },
             T::Crash {
@@ -362,6 +363,20 @@ impl TraceEvent<'_> {
     }
 }
 
+impl TraceEvent<'_> {
+    /// The unhashed detail of the line, formatted only when it is kept: a message's API and
+    /// key fields ([`crate::trace::message`]).
+    #[must_use]
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            TraceEvent::Send {
+                message, answers, ..
+            } => Some(message::detail(message, *answers)),
+            _ => None,
+        }
+    }
+}
+
 fn list<T: std::fmt::Display>(xs: &[T]) -> String {
     let mut s = String::from("[");
     for (i, x) in xs.iter().enumerate() {
@@ -397,9 +412,20 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
             tp,
             log_end_offset,
             truncated_bytes,
+            ..
         } => compact(
             tp.to_string(),
             format!("recovered leo={log_end_offset} torn_bytes={truncated_bytes}"),
+        ),
+        Event::CorruptBatchCut {
+            tp,
+            at,
+            truncated_bytes,
+        } => compact(
+            tp.to_string(),
+            format!(
+                "recovery cut the log at a corrupt batch: leo={at} cut_bytes={truncated_bytes}"
+            ),
         ),
         Event::BecameLeader {
             tp,
@@ -528,9 +554,13 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
             to,
             state_epoch,
             leader_epoch,
+            reason,
         } => compact(
             tp.to_string(),
-            format!("{from}→{to} se={state_epoch} le={leader_epoch}"),
+            match reason {
+                Some(r) => format!("{from}→{to} se={state_epoch} le={leader_epoch} reason={r:?}"),
+                None => format!("{from}→{to} se={state_epoch} le={leader_epoch}"),
+            },
         ),
         Event::MirrorAligned {
             tp,

@@ -17,9 +17,10 @@ use mirror_core::types::BrokerId;
 use super::clock::SimClock;
 use super::harness::RunReport;
 use super::node::{self, Boot, Factory, Run, Wire, lock};
-use super::trace_event::{MessageKind, Names, TraceEvent};
+use super::trace_event::{Names, TraceEvent};
 use crate::disk::{CrashPolicy, DiskError, SimDisk};
 use crate::net::{Direction, FaultId, Inbox, LinkSet, NetConfig, Network, NodeSet};
+use crate::trace::message::InFlight;
 use crate::trace::{TraceHash, TraceLevel, TraceOutput, TraceSink};
 
 /// One cluster of the world: a controller and `brokers` brokers with ids `1..=brokers`.
@@ -149,12 +150,20 @@ struct Shared<N> {
     clock: SimClock,
     net: Network<Wire>,
     trace: Mutex<TraceSink>,
+    /// Requests in flight, tracked only while verbose lines are kept (responses name the
+    /// API they answer).
+    in_flight: Option<Mutex<InFlight>>,
     observer: Mutex<Option<Observer>>,
     factory: Mutex<Option<Factory<N>>>,
     nodes: Mutex<BTreeMap<NodeId, Slot<N>>>,
     links: Mutex<BTreeMap<FaultId, LinkSet>>,
+    /// Nodes kept down for the rest of the run ([`World::hold_down`]): restarts are refused.
+    held_down: Mutex<std::collections::BTreeSet<NodeId>>,
     halts: Mutex<Vec<HaltRecord>>,
     node_events: Mutex<u64>,
+    /// Tasks spawned on the run's main node through [`World::spawn`] (operator actions):
+    /// aborted by [`World::shutdown`] so none outlives the run.
+    tasks: Mutex<Vec<madsim::task::JoinHandle<()>>>,
 }
 
 /// Handle to the world. Cheap to clone; every clone is the same world.
@@ -179,6 +188,9 @@ impl<N: Node + Send + 'static> World<N> {
         let clock = SimClock::start_now();
         let net = Network::new(config.net.clone());
         let trace = TraceSink::new(config.trace_keep, config.trace_output);
+        let in_flight = trace
+            .keeps(TraceLevel::Verbose)
+            .then(|| Mutex::new(InFlight::default()));
         Self {
             inner: Arc::new(Shared {
                 config,
@@ -186,12 +198,15 @@ impl<N: Node + Send + 'static> World<N> {
                 clock,
                 net,
                 trace: Mutex::new(trace),
+                in_flight,
                 observer: Mutex::new(None),
                 factory: Mutex::new(None),
                 nodes: Mutex::new(BTreeMap::new()),
                 links: Mutex::new(BTreeMap::new()),
+                held_down: Mutex::new(std::collections::BTreeSet::new()),
                 halts: Mutex::new(Vec::new()),
                 node_events: Mutex::new(0),
+                tasks: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -439,6 +454,9 @@ impl<N: Node + Send + 'static> World<N> {
     /// durable metadata, then re-registers it in the network. A node that is up is first
     /// crashed with [`CrashPolicy::KeepAll`] (a process restart keeps the page cache).
     pub fn restart(&self, node: NodeId) {
+        if lock(&self.inner.held_down).contains(&node) {
+            return;
+        }
         if !self.status(node).is_down() {
             self.crash(node, CrashPolicy::KeepAll);
         }
@@ -633,6 +651,41 @@ impl<N: Node + Send + 'static> World<N> {
         self.emit(&TraceEvent::PacketLoss { rate });
     }
 
+    /// Ends the run: kills every node's madsim tasks and drops its network presence, so the
+    /// tasks (which hold this world) are dropped with the runtime instead of leaking through
+    /// the reference cycle task → world → network → inbox waker → task. Call it last, after
+    /// the report is taken; the world is unusable afterwards.
+    pub fn shutdown(&self) {
+        let nodes: Vec<(NodeId, Option<madsim::task::NodeId>)> = lock(&self.inner.nodes)
+            .iter_mut()
+            .map(|(id, s)| {
+                s.inbox = None;
+                (*id, s.madsim_id)
+            })
+            .collect();
+        for (id, m) in nodes {
+            if let Some(m) = m {
+                Handle::current().kill(m);
+            }
+            self.inner.net.unregister(id);
+        }
+        for t in lock(&self.inner.tasks).drain(..) {
+            t.abort();
+        }
+        self.inner.net.close();
+        *lock(&self.inner.observer) = None;
+        *lock(&self.inner.factory) = None;
+    }
+
+    /// Spawns a task on the run's main node (an operator action that outlives the step that
+    /// started it). [`World::shutdown`] aborts it if it is still running.
+    pub fn spawn(&self, fut: impl std::future::Future<Output = ()> + Send + 'static) {
+        let handle = madsim::task::spawn(fut);
+        let mut tasks = lock(&self.inner.tasks);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle);
+    }
+
     /// Ends every link fault (partitions, spikes, loss, clogs), frees every full disk and
     /// resumes every paused node: the switch into the liveness phase. Crashed and halted
     /// nodes stay down (restart them explicitly); armed EIO faults stay armed.
@@ -655,6 +708,14 @@ impl<N: Node + Send + 'static> World<N> {
         for n in paused {
             self.resume(n);
         }
+    }
+
+    /// Crashes `node` (a process crash) if it runs and keeps it down for the rest of the run:
+    /// later restarts, scheduled or not, are refused (the liveness phase's persistent
+    /// partial fault).
+    pub fn hold_down(&self, node: NodeId) {
+        lock(&self.inner.held_down).insert(node);
+        self.crash(node, CrashPolicy::KeepAll);
     }
 
     /// Nodes that are crashed or halted.
@@ -683,11 +744,18 @@ impl<N: Node + Send + 'static> World<N> {
     }
 
     pub(super) fn send(&self, from: NodeId, to: NodeId, id: CorrelationId, message: Message) {
-        let kind = match message {
-            Message::Request(_) => MessageKind::Request,
-            Message::Response(_) => MessageKind::Response,
-        };
-        self.emit(&TraceEvent::Send { from, to, id, kind });
+        let answers = self
+            .inner
+            .in_flight
+            .as_ref()
+            .and_then(|f| lock(f).on_send(from, to, id, &message));
+        self.emit(&TraceEvent::Send {
+            from,
+            to,
+            id,
+            message: &message,
+            answers,
+        });
         self.inner.net.send(from, to, Wire { id, message });
     }
 
@@ -746,6 +814,11 @@ impl<N: Node + Send + 'static> World<N> {
         }
     }
 
+    /// Stops the run at its `limit`-th trace event (see [`TraceSink::set_limit`]).
+    pub fn set_event_limit(&self, limit: Option<u64>) {
+        lock(&self.inner.trace).set_limit(limit);
+    }
+
     /// Records a compact trace line written by a driver (a scenario step, an operator
     /// action) at the current simulated time; returns its event number.
     pub fn note(&self, node: &str, subject: &str, text: &str) -> u64 {
@@ -756,7 +829,13 @@ impl<N: Node + Send + 'static> World<N> {
     fn emit(&self, ev: &TraceEvent<'_>) -> u64 {
         let r = ev.render(&self.inner.names);
         let t = self.now().0;
-        lock(&self.inner.trace).event(r.level, t, &r.node, &r.subject, &r.text)
+        let mut sink = lock(&self.inner.trace);
+        let detail = if sink.keeps(r.level) {
+            ev.detail()
+        } else {
+            None
+        };
+        sink.event_detailed(r.level, t, &r.node, &r.subject, &r.text, detail.as_deref())
     }
 
     fn skip(&self, fault: &'static str, node: NodeId, why: &'static str) {

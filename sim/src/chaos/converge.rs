@@ -1,0 +1,248 @@
+//! What convergence means at the end of a chaos run, and, when it is not reached, where and
+//! how the run is stuck ([`Stuck`]): every partition led, with a full ISR whose replicas
+//! match the leader's LEO and HW; and for mirror plans, the state the operator asked for
+//! (MIRRORING, STOPPED after a stop, MIRRORING back after a failback) with identical logs.
+
+use mirror_core::mirror::MirrorPartitionState as S;
+use mirror_core::protocol::ClusterIdx;
+use mirror_core::record::RecordBatch;
+use mirror_core::types::{BrokerId, Offset, TopicPartition};
+
+use super::actions::MirrorOps;
+use super::persistent::HeldOut;
+use super::plan::ChaosPlan;
+use crate::kafka::KafkaWorld;
+
+/// Where and how a run did not converge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stuck {
+    /// The cluster.
+    pub cluster: ClusterIdx,
+    /// The partition.
+    pub tp: TopicPartition,
+    /// The broker the finding is about, if one: the leader (HW, mirror state) or the replica
+    /// that is behind.
+    pub broker: Option<BrokerId>,
+    /// What kind of non-convergence, with no numbers, for grouping (`no_leader`,
+    /// `hw_below_leo`, `isr_short`, `replica_behind`, `state FAILED want MIRRORING`,
+    /// `logs_differ`).
+    pub kind: String,
+    /// The message (`t0-0 on cluster 0 is Some(Failed), want MIRRORING`).
+    pub detail: String,
+}
+
+/// `None` when the run converged (the cluster side first, then the mirror).
+/// A broker in `held` (the persistent partial fault) is not expected in any ISR.
+pub(super) fn stuck(
+    w: &KafkaWorld,
+    plan: &ChaosPlan,
+    ops: &MirrorOps,
+    held: &HeldOut,
+) -> Option<Stuck> {
+    (0..plan.brokers.len())
+        .filter_map(|c| u16::try_from(c).ok().map(ClusterIdx))
+        .find_map(|c| cluster_stuck(w, plan, c, held.get(&c).copied()))
+        .or_else(|| mirror_stuck(w, plan, ops))
+}
+
+/// A leader's `(log start, LEO, batches)`, as [`leader_log`] reads it.
+type LeaderLog = (Offset, Offset, Vec<RecordBatch>);
+
+/// Two clusters' leader logs agree: the same LEO and the same batches from the later log start
+/// on (a batch straddling that start is left out on both sides).
+fn logs_agree(a: &LeaderLog, b: &LeaderLog) -> bool {
+    let start = a.0.max(b.0);
+    let from = |l: &[RecordBatch]| -> Vec<RecordBatch> {
+        l.iter()
+            .filter(|b| b.base_offset() >= start)
+            .cloned()
+            .collect()
+    };
+    a.1 == b.1 && from(&a.2) == from(&b.2)
+}
+
+/// The leader's log start, LEO and batches.
+fn leader_log(w: &KafkaWorld, c: ClusterIdx, tp: &TopicPartition) -> Option<LeaderLog> {
+    let l = w.leader(c, tp)?;
+    w.with_broker(c, l, |b| {
+        b.partition(tp).map(|p| {
+            (
+                p.log.log_start_offset(),
+                p.log.log_end_offset(),
+                p.log.batches().cloned().collect(),
+            )
+        })
+    })
+    .flatten()
+}
+
+/// `None` when the mirror reached what the operator asked for: identical logs in MIRRORING,
+/// STOPPED after a stop, identical logs again after a failback.
+fn mirror_stuck(w: &KafkaWorld, plan: &ChaosPlan, ops: &MirrorOps) -> Option<Stuck> {
+    if !plan.mirror {
+        return None;
+    }
+    let (src, dst) = (ClusterIdx(0), ClusterIdx(1));
+    for t in &plan.topics {
+        for p in 0..t.partitions {
+            let tp = TopicPartition::new(t.name.as_str(), p);
+            let (cluster, want, compare) = if ops.failed_back {
+                (src, S::Mirroring, true)
+            } else if ops.stopped {
+                (dst, S::Stopped, false)
+            } else {
+                (dst, S::Mirroring, true)
+            };
+            let state = w.mirror_state(cluster, &tp);
+            if state != Some(want) {
+                let shown = state.map_or_else(|| "NONE".to_string(), |s| s.to_string());
+                return Some(Stuck {
+                    cluster,
+                    broker: w.leader(cluster, &tp),
+                    kind: format!("state {shown} want {want}"),
+                    detail: format!("{tp} on cluster {} is {state:?}, want {want}", cluster.0),
+                    tp,
+                });
+            }
+            let differ = |tp: TopicPartition| Stuck {
+                cluster,
+                broker: None,
+                kind: "logs_differ".into(),
+                detail: format!("{tp}: logs differ between the clusters"),
+                tp,
+            };
+            if compare {
+                // The destination's log start only ever moves up (kip1279 A.1 MIRRORING:
+                // "makes the destination log start follow the source's", i.e.
+                // `maybeIncrementLogStartOffset`), and a mirror truncation below its own log
+                // start leaves it at the target (kafka-semantics: UnifiedLog `truncateTo` sets
+                // `logStartOffset = min(target, logStartOffset)`). The other cluster's log
+                // start can be lower for good reasons: after a failback, a DeleteRecords on the
+                // old source while it was not a mirror removed a prefix the new source still
+                // holds; while mirroring, a source broker that crashed before its periodic
+                // log-start checkpoint (Kafka: `log-start-offset-checkpoint`, written every
+                // `log.flush.start.offset.checkpoint.interval.ms`) comes back with the prefix a
+                // DeleteRecords had already cut, and leads with it (mirror chaos seed 6514:
+                // source log start back to 0, destination at 489). The logs must agree from the
+                // later log start to the same LEO ([`logs_agree`]), as `failback_converges`
+                // checks.
+                let (a, b) = (leader_log(w, src, &tp), leader_log(w, dst, &tp));
+                if !matches!((&a, &b), (Some(a), Some(b)) if logs_agree(a, b)) {
+                    return Some(differ(tp));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// `None` when every partition of cluster `c0` has a leader, a full ISR, and every replica's
+/// LEO and HW equal the leader's.
+fn cluster_stuck(
+    w: &KafkaWorld,
+    plan: &ChaosPlan,
+    c0: ClusterIdx,
+    held: Option<BrokerId>,
+) -> Option<Stuck> {
+    if c0.0 > 0 && !plan.mirror {
+        return None;
+    }
+    for t in &plan.topics {
+        for p in 0..t.partitions {
+            let tp = TopicPartition::new(t.name.as_str(), p);
+            let at = |broker: Option<BrokerId>, kind: &str, detail: String| {
+                Some(Stuck {
+                    cluster: c0,
+                    tp: tp.clone(),
+                    broker,
+                    kind: kind.to_string(),
+                    detail,
+                })
+            };
+            let Some(leader) = w.leader(c0, &tp) else {
+                return at(None, "no_leader", format!("{tp} has no leader"));
+            };
+            let Some((leo, hw)) = w.replica_offsets(c0, leader, &tp) else {
+                return at(
+                    Some(leader),
+                    "leader_without_replica",
+                    format!("{tp} leader {leader} has no replica"),
+                );
+            };
+            if hw != leo {
+                return at(
+                    Some(leader),
+                    "hw_below_leo",
+                    format!("{tp} leader HW {hw} != LEO {leo}"),
+                );
+            }
+            let replicas = w
+                .with_broker(c0, leader, |b| {
+                    b.partition(&tp).map(|p| (p.replicas.clone(), p.isr()))
+                })
+                .flatten();
+            let Some((replicas, isr)) = replicas else {
+                return at(
+                    Some(leader),
+                    "leader_without_state",
+                    format!("{tp} leader state missing"),
+                );
+            };
+            let replicas: Vec<BrokerId> =
+                replicas.into_iter().filter(|r| Some(*r) != held).collect();
+            if replicas.iter().any(|r| !isr.contains(r)) {
+                let out = replicas.iter().find(|r| !isr.contains(r)).copied();
+                return at(
+                    out,
+                    "isr_short",
+                    format!("{tp} ISR {isr:?} of replicas {replicas:?}"),
+                );
+            }
+            for r in replicas {
+                let at_r = w.replica_offsets(c0, r, &tp);
+                if at_r != Some((leo, hw)) {
+                    return at(
+                        Some(r),
+                        "replica_behind",
+                        format!("{tp} replica {r} at {at_r:?}, leader at {:?}", (leo, hw)),
+                    );
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mirror_core::record::{BatchBuilder, SimpleRecord};
+    use mirror_core::types::LeaderEpoch;
+
+    fn batch(base: i64, tag: &'static str) -> RecordBatch {
+        BatchBuilder::new()
+            .base_offset(Offset(base))
+            .leader_epoch(LeaderEpoch(0))
+            .build(&[SimpleRecord::value(0, tag)])
+    }
+
+    #[test]
+    fn logs_agree_from_the_later_log_start_to_the_same_leo() {
+        let full = vec![batch(0, "a"), batch(1, "b"), batch(2, "c")];
+        let src: LeaderLog = (Offset(0), Offset(3), full.clone());
+        // Seed 6514: the source's log start went back to 0 after a crash; the destination
+        // keeps the later one and lacks the prefix: they agree.
+        let dst: LeaderLog = (Offset(1), Offset(3), full[1..].to_vec());
+        assert!(logs_agree(&src, &dst));
+        assert!(logs_agree(&dst, &src));
+        // A different record above both log starts: they do not.
+        let other: LeaderLog = (Offset(1), Offset(3), vec![batch(1, "b"), batch(2, "x")]);
+        assert!(!logs_agree(&src, &other));
+        // A missing tail (a different LEO): they do not.
+        let short: LeaderLog = (Offset(1), Offset(2), vec![batch(1, "b")]);
+        assert!(!logs_agree(&src, &short));
+        // A hole below the LEO above both log starts: they do not.
+        let hole: LeaderLog = (Offset(0), Offset(3), vec![batch(0, "a"), batch(2, "c")]);
+        assert!(!logs_agree(&src, &hole));
+    }
+}

@@ -1,0 +1,222 @@
+//! `recovery_idempotent`: recovery leaves files that recover to the same log.
+//!
+//! After every restart, each partition the broker rebuilt (`LogRecovered`) is recovered a
+//! second time, from the files the first recovery left on the broker's disk and with the same
+//! checkpoints it read. Nothing may be left to cut (no torn tail or invalid batch still in a
+//! file, no segment it should have deleted) and the log must come out the same: batches, log
+//! start, LEO, HW, epoch cache, producer state. A recovery that fixes its in-memory log but
+//! not the file passes every other check until the next crash, when the bytes it left behind
+//! cut away whatever was appended after them.
+//!
+//! At the end of a run, every live replica's segment files hold exactly its log from its log
+//! start (`files_hold_logs`): appends, truncations and deletions all reached the disk.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use mirror_core::broker::recovery::{self, RecoveryRecord};
+use mirror_core::broker::storage::partition_dir;
+use mirror_core::broker::{IoOp, partition::Partition};
+use mirror_core::protocol::NodeId;
+use mirror_core::record::RecordBatch;
+use mirror_core::types::TopicPartition;
+
+use super::Violation;
+use super::log_invariants::{NodeMap, with_partition};
+use crate::disk::SimDisk;
+use crate::world::node::lock;
+
+/// Each broker's disk (the same `Arc`s the world drives; they outlive restarts).
+pub type DiskMap = BTreeMap<NodeId, Arc<Mutex<SimDisk>>>;
+
+const INVARIANT: &str = "recovery_idempotent";
+
+/// The files under a partition's directory, as a disk image.
+fn partition_image(disk: &SimDisk, tp: &TopicPartition) -> BTreeMap<String, Bytes> {
+    let dir = format!("{}/", partition_dir(tp));
+    disk.list_under(&dir)
+        .into_iter()
+        .filter_map(|p| disk.read(&p).map(|b| (p, b)))
+        .collect()
+}
+
+/// Repeats the recovery of `tp` on `node` from the files it left; `Err` describes what a
+/// second recovery would change or rebuild differently.
+pub fn check_recovered(
+    disks: &DiskMap,
+    node: NodeId,
+    tp: &TopicPartition,
+    record: &RecoveryRecord,
+    name: &dyn Fn(NodeId) -> String,
+) -> Result<(), Violation> {
+    let Some(disk) = disks.get(&node) else {
+        return Ok(());
+    };
+    let image = partition_image(&lock(disk), tp);
+    let rec = recovery::group_by_partition(&image)
+        .remove(tp)
+        .unwrap_or_default();
+    let mut ops = Vec::new();
+    let (loaded, log) = recovery::recover_partition(
+        record.log.config().clone(),
+        tp,
+        &rec,
+        &record.inputs,
+        &mut ops,
+    );
+    let fail = |detail: String| {
+        Err(Violation::new(
+            INVARIANT,
+            name(node),
+            Some(tp),
+            None,
+            detail,
+        ))
+    };
+    if !ops.is_empty() {
+        return fail(format!(
+            "a second recovery of the files the first left would change them ({} bytes to cut: {}; {:?})",
+            loaded.truncated_bytes,
+            ops.iter().map(describe).collect::<Vec<_>>().join(", "),
+            loaded.error,
+        ));
+    }
+    match log {
+        Err(e) => fail(format!("a second recovery fails: {e}")),
+        Ok(again) => match recovery::log_difference(&record.log, &again) {
+            Some(d) => fail(format!("a second recovery rebuilds another log: {d}")),
+            None => Ok(()),
+        },
+    }
+}
+
+fn describe(op: &IoOp) -> String {
+    match op {
+        IoOp::Truncate { path, len } => format!("truncate {path} to {len}"),
+        IoOp::Delete { path } => format!("delete {path}"),
+        other => format!("{other:?}"),
+    }
+}
+
+/// End of run: every live replica's segment files hold exactly its batches from its log start
+/// (a segment may still begin below it: Kafka deletes whole segments only).
+pub fn files_hold_logs(
+    disks: &DiskMap,
+    nodes: &NodeMap,
+    live: &dyn Fn(NodeId) -> bool,
+    name: &dyn Fn(NodeId) -> String,
+) -> Result<(), Violation> {
+    for (node, disk) in disks {
+        if !live(*node) {
+            continue;
+        }
+        let tps: Vec<TopicPartition> = {
+            let Some(arc) = nodes.get(node) else {
+                continue;
+            };
+            let g = lock(arc);
+            let Some(b) = g.as_broker() else {
+                continue;
+            };
+            b.partitions().map(|(tp, _)| tp.clone()).collect()
+        };
+        for tp in tps {
+            let image = partition_image(&lock(disk), &tp);
+            let r = with_partition(nodes, *node, &tp, |p| files_difference(&image, p));
+            if let Some(Some(d)) = r {
+                return Err(Violation::new(
+                    INVARIANT,
+                    name(*node),
+                    Some(&tp),
+                    None,
+                    format!("the files do not hold the log: {d}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How a replica's segment files differ from its log, if they do.
+fn files_difference(image: &BTreeMap<String, Bytes>, p: &Partition) -> Option<String> {
+    let log = &p.log;
+    let mut on_disk: Vec<RecordBatch> = Vec::new();
+    for (path, bytes) in image.iter().filter(|(p, _)| p.ends_with(".log")) {
+        let (batches, err) = RecordBatch::decode_many_unchecked_crc(bytes.clone());
+        if let Some(e) = err {
+            return Some(format!("{path}: {e} after {} batches", batches.len()));
+        }
+        on_disk.extend(batches);
+    }
+    let start = log.log_start_offset();
+    on_disk.retain(|b| b.last_offset() >= start);
+    if on_disk.len() != log.batch_count() {
+        return Some(format!(
+            "{} batches on disk from the log start {start}, {} in the log",
+            on_disk.len(),
+            log.batch_count()
+        ));
+    }
+    on_disk
+        .iter()
+        .zip(log.batches())
+        .find(|(d, m)| d != m)
+        .map(|(d, _)| format!("batch at {} differs", d.base_offset()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use mirror_core::broker::storage::PartitionFiles;
+    use mirror_core::log::partition_log::{LogConfig, PartitionLog};
+    use mirror_core::record::{BatchBuilder, SimpleRecord};
+    use mirror_core::types::{LeaderEpoch, Offset, TopicId};
+
+    fn batch(base: i64) -> RecordBatch {
+        BatchBuilder::new()
+            .base_offset(Offset(base))
+            .leader_epoch(LeaderEpoch(0))
+            .build(&[SimpleRecord::value(base, format!("v{base}"))])
+    }
+
+    /// A replica holding batches 0, 1, 2 with log start `start`, and a segment image.
+    fn replica(start: i64) -> Partition {
+        let tp = TopicPartition::new("t", 0);
+        let mut log = PartitionLog::new(LogConfig::default());
+        for b in 0..3 {
+            log.append_as_follower(&batch(b), None).unwrap();
+        }
+        log.maybe_update_high_watermark(Offset(3));
+        log.maybe_increment_log_start_offset(Offset(start)).unwrap();
+        let files = PartitionFiles::create(&tp, TopicId(1), Offset(0), &mut Vec::new());
+        Partition::new(tp, TopicId(1), log, files)
+    }
+
+    fn image(batches: &[RecordBatch], tail: &[u8]) -> BTreeMap<String, Bytes> {
+        let mut b = BytesMut::new();
+        for x in batches {
+            b.extend_from_slice(x.bytes());
+        }
+        b.extend_from_slice(tail);
+        BTreeMap::from([("t-0/00000000000000000000.log".to_string(), b.freeze())])
+    }
+
+    #[test]
+    fn files_must_hold_the_log_from_its_start_and_nothing_else() {
+        let all = [batch(0), batch(1), batch(2)];
+        assert_eq!(files_difference(&image(&all, b""), &replica(0)), None);
+        // A segment may begin below the log start (whole segments are deleted).
+        assert_eq!(files_difference(&image(&all, b""), &replica(2)), None);
+        // A torn tail left in the file.
+        let next = batch(3);
+        let d = files_difference(&image(&all, &next.bytes()[..20]), &replica(0)).unwrap();
+        assert!(d.contains("after 3 batches"), "{d}");
+        // A batch the log no longer has (a truncation that did not reach the disk).
+        let more = [batch(0), batch(1), batch(2), batch(3)];
+        assert!(files_difference(&image(&more, b""), &replica(0)).is_some());
+        // An append that did not reach the disk.
+        assert!(files_difference(&image(&all[..2], b""), &replica(0)).is_some());
+    }
+}
