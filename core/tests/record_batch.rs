@@ -503,7 +503,10 @@ fn mirror_pid_reset_names_its_source_cluster() {
     assert!(batch.is_control_batch());
     assert!(!batch.is_transactional());
     assert_eq!(batch.control_record(), Some(ControlRecord::MirrorPidReset));
-    assert_eq!(batch.mirror_pid_reset_source().as_deref(), Some("src-cluster"));
+    assert_eq!(
+        batch.mirror_pid_reset_source().as_deref(),
+        Some("src-cluster")
+    );
     let mut value = vec![0, 0, 0, 11];
     value.extend_from_slice(b"src-cluster");
     let expected = [SimpleRecord {

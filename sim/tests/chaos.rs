@@ -93,13 +93,16 @@ fn mirror_seeds_of_the_m6_triage_pass() {
     // (9690: registration answer lost; a broker that had not caught up its metadata then told
     // the failback mirror its source topic was deleted), and a persistent partial fault held
     // out of the liveness phase (191: the held broker is chosen so every partition keeps a
-    // min-ISR quorum).
+    // min-ISR quorum), a leader that kept a stale ISR because metadata replaced it while an
+    // AlterPartition was in flight (7540: every later expansion re-proposed a fenced broker),
+    // and a mirror fetcher whose metadata refresh went back to an isolated source broker
+    // (9730).
     let opts = ChaosOptions {
         mirror: true,
         ..ChaosOptions::default()
     };
     let mut failing = Vec::new();
-    for seed in [191, 335, 420, 848, 2215, 9690] {
+    for seed in [191, 335, 420, 848, 2215, 7540, 9690, 9730] {
         let out = run_chaos_seed(seed, &opts);
         if !out.verdict.is_pass() {
             failing.push((seed, out.verdict));

@@ -2,18 +2,12 @@
 //! equals `--jobs 1` line for line (same seeds in the same order, same verdicts, same trace
 //! hashes) for `chaos`, `compare` and `run`.
 
-use std::process::Command;
+mod support;
 
+/// `(exit code, stdout)` of the built binary.
 fn mirrorsim(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mirrorsim"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("mirrorsim runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).expect("utf-8 output"),
-    )
+    let (code, stdout, _) = support::mirrorsim(args);
+    (code, stdout)
 }
 
 /// The JSON lines of one seed each (a sweep's header and summary lines carry wall times).

@@ -5,20 +5,10 @@
 //! shards are refused with one line and exit 2.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn mirrorsim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mirrorsim"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("mirrorsim runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).expect("utf-8"),
-        String::from_utf8(out.stderr).expect("utf-8"),
-    )
-}
+mod support;
+
+use support::mirrorsim;
 
 const SEEDS: &str = "1..33";
 

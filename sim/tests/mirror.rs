@@ -282,7 +282,9 @@ fn a_stopping_write_whose_response_was_lost_is_reported_when_the_writer_leads_ag
     // the verdict; the lost-response path needs a re-timed capsule (M6 closing note).
     let lines = out.report.map(|r| r.lines).unwrap_or_default();
     assert!(
-        lines.iter().any(|l| l.contains("t0-2") && l.contains("MIRRORING→STOPPING")),
+        lines
+            .iter()
+            .any(|l| l.contains("t0-2") && l.contains("MIRRORING→STOPPING")),
         "the stop of t0-2 is reported"
     );
 }

@@ -5,22 +5,12 @@
 //! depend on the state of the model.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
-fn mirrorsim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mirrorsim"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("mirrorsim runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).expect("utf-8"),
-        String::from_utf8(out.stderr).expect("utf-8"),
-    )
-}
+mod support;
+
+use support::mirrorsim;
 
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("mirrorsim-triage-{}-{name}", std::process::id()));

@@ -289,6 +289,28 @@ impl Broker {
         self.partitions.get(tp)
     }
 
+    /// The HW this leader would move `tp` to if Kafka's HW rule ran at `now`
+    /// (`Partition.maybeIncrementLeaderHW`), without moving it. Kafka runs the rule only on
+    /// an append, a follower fetch, a leadership change or an ISR update, so a leader whose
+    /// last computation was held back (e.g. by a caught-up, ISR-eligible follower that then
+    /// fell silent) keeps its HW until the next such event. `None`: not the leader, or the
+    /// rule would not move it.
+    #[must_use]
+    pub fn high_watermark_if_recomputed(
+        &self,
+        tp: &TopicPartition,
+        now: Instant,
+    ) -> Option<Offset> {
+        let cfg = self.hw_config(tp);
+        let lag = self.config.replica_lag_time_max_ms;
+        self.partitions.get(tp)?.high_watermark_if_recomputed(
+            |b| self.image.is_broker_active(b),
+            now.as_millis(),
+            lag,
+            &cfg,
+        )
+    }
+
     /// All hosted partition replicas.
     pub fn partitions(&self) -> impl Iterator<Item = (&TopicPartition, &Partition)> {
         self.partitions.iter()

@@ -168,7 +168,7 @@ impl Broker {
         }
     }
 
-    fn hw_config(&self, tp: &TopicPartition) -> HwConfig {
+    pub(super) fn hw_config(&self, tp: &TopicPartition) -> HwConfig {
         HwConfig {
             min_insync_replicas: self.min_isr(tp),
             kip966_min_isr_gate: self.config.kip966_min_isr_gate,
@@ -666,7 +666,10 @@ impl Broker {
         let controller = self.controller();
         let id = self.next_correlation;
         let sent = self.send_request(controller, req, Pending::AlterPartition(tp.clone(), id), 0);
-        assert_eq!(sent, id, "alter_partition_correlation: ids are handed out in order");
+        assert_eq!(
+            sent, id,
+            "alter_partition_correlation: ids are handed out in order"
+        );
         if let Some(Role::Leader(l)) = self.partitions.get_mut(tp).map(|p| &mut p.role) {
             l.alter_in_flight = Some(id);
         }

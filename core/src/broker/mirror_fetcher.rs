@@ -159,7 +159,9 @@ impl Broker {
             self.mirror_retry_later_ms(1_000);
             return;
         };
-        self.mirror_fetch.unreachable.remove(&(cluster, from_broker));
+        self.mirror_fetch
+            .unreachable
+            .remove(&(cluster, from_broker));
         for t in topics {
             if t.error == ErrorCode::UnknownTopicOrPartition {
                 let (first_broker, first_at) = *self

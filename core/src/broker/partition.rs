@@ -153,6 +153,12 @@ impl Partition {
     ) -> bool {
         let is_new_epoch = reg.leader_epoch > self.leader_epoch || !self.is_leader();
         let leo = self.log.log_end_offset();
+        // Kafka `makeLeader`: "Partition state changes are expected to have a partition epoch
+        // larger or equal to the current partition epoch" (an AlterPartition response may
+        // have taken this leader past the record the metadata log now delivers).
+        if !is_new_epoch && reg.partition_epoch < self.partition_epoch {
+            return false;
+        }
         self.replicas = reg.replicas.clone();
         self.partition_epoch = reg.partition_epoch;
         if !is_new_epoch {
@@ -165,7 +171,14 @@ impl Partition {
             // dead replica at the LEO never counts as lagging, and the returning follower
             // never rejoined (mirror chaos seed 7540).
             if let Role::Leader(l) = &mut self.role {
-                l.isr = IsrState::committed(reg.isr.iter().copied());
+                let isr: BTreeSet<BrokerId> = reg.isr.iter().copied().collect();
+                if isr != l.isr.isr {
+                    events.push(Event::IsrChanged {
+                        tp: self.tp.clone(),
+                        isr: reg.isr.clone(),
+                    });
+                }
+                l.isr = IsrState::committed(isr);
                 l.alter_in_flight = None;
             }
             return false;
@@ -281,11 +294,28 @@ impl Partition {
         replica_lag_time_max_ms: i64,
         cfg: &HwConfig,
     ) -> Option<Offset> {
+        let new =
+            self.high_watermark_if_recomputed(eligible, now_ms, replica_lag_time_max_ms, cfg)?;
+        self.log
+            .maybe_increment_high_watermark(new)
+            .expect("hw_le_leo: computed from LEOs")
+    }
+
+    /// Leader: the HW [`Self::maybe_increment_hw`] would move to if it ran now, without
+    /// moving it (a read-only view for observers).
+    #[must_use]
+    pub fn high_watermark_if_recomputed(
+        &self,
+        eligible: impl Fn(BrokerId) -> bool,
+        now_ms: i64,
+        replica_lag_time_max_ms: i64,
+        cfg: &HwConfig,
+    ) -> Option<Offset> {
         let Role::Leader(l) = &self.role else {
             return None;
         };
         let followers: Vec<ReplicaState> = l.followers.values().cloned().collect();
-        let new = maybe_increment_leader_hw(
+        maybe_increment_leader_hw(
             self.log.log_end_offset(),
             self.log.high_watermark(),
             &followers,
@@ -294,10 +324,7 @@ impl Partition {
             now_ms,
             replica_lag_time_max_ms,
             cfg,
-        )?;
-        self.log
-            .maybe_increment_high_watermark(new)
-            .expect("hw_le_leo: computed from LEOs")
+        )
     }
 
     /// Leader: followers to drop from the ISR, as a proposed ISR (Kafka: `maybeShrinkIsr`).
@@ -319,3 +346,7 @@ impl Partition {
         l.isr.prepare_isr_shrink(&out)
     }
 }
+
+#[cfg(test)]
+#[path = "partition_test.rs"]
+mod partition_test;

@@ -39,6 +39,9 @@ pub struct GhostPartition {
     pub leaders: BTreeMap<LeaderEpoch, NodeId>,
     /// Epochs elected uncleanly (declared loss when their leader takes over).
     pub unclean_epochs: Vec<LeaderEpoch>,
+    /// The controller's choice of leader per epoch (`None`: offline), for
+    /// [`crate::check::unclean_line::inherits_unclean_cut`].
+    pub elected: BTreeMap<LeaderEpoch, Option<mirror_core::types::BrokerId>>,
     /// Batches that were committed and later dropped by a declared loss, by base offset (a
     /// mirror may have fetched them before the loss: the mirror checkers accept them).
     pub cut: BTreeMap<Offset, Vec<RecordBatch>>,

@@ -148,16 +148,16 @@ impl Checker {
         match event {
             Event::LeaderElected {
                 tp,
+                leader,
                 leader_epoch,
                 unclean,
                 ..
             } => {
+                let g = self.ghost.partition(cluster, tp);
                 if *unclean {
-                    self.ghost
-                        .partition(cluster, tp)
-                        .unclean_epochs
-                        .push(*leader_epoch);
+                    g.unclean_epochs.push(*leader_epoch);
                 }
+                g.elected.insert(*leader_epoch, *leader);
                 Ok(())
             }
             Event::BecameLeader {
@@ -492,11 +492,16 @@ impl Checker {
         let Some(from) = first_diff else {
             return Ok(());
         };
-        let unclean = self
-            .ghost
-            .partition(cluster, tp)
-            .unclean_epochs
-            .contains(&epoch);
+        let g = self.ghost.partition(cluster, tp);
+        let unclean = g.unclean_epochs.contains(&epoch)
+            || node.broker_id().is_some_and(|b| {
+                crate::check::unclean_line::inherits_unclean_cut(
+                    &g.unclean_epochs,
+                    &g.elected,
+                    b,
+                    epoch,
+                )
+            });
         let key = (node, tp.clone());
         let facts = NewLeaderFacts {
             unclean,

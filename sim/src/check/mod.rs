@@ -33,6 +33,7 @@ pub mod mirror;
 pub mod prefix;
 pub mod recovery;
 pub mod state_history;
+pub mod unclean_line;
 
 #[cfg(test)]
 mod mirror_test;
