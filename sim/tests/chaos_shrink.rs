@@ -1,5 +1,5 @@
-//! The shrinker on a real failure: a mirror seed that breaks `read_only_until_stopped` under
-//! the `seed-no-read-only` ablation shrinks to a plan that still breaks that invariant
+//! The shrinker on a real failure: a mirror seed that breaks `mirror_not_ahead_of_source` under
+//! the `seed-no-read-only` ablation shrinks to a plan that still breaks that outcome
 //! (checked again by an independent replay), is no larger in any dimension, and is smaller
 //! in at least one.
 
@@ -28,7 +28,7 @@ fn shrinking_an_ablation_failure_keeps_the_invariant_and_never_grows() {
     let o = opts();
     let failing = (1..100u64)
         .map(|s| run_chaos_seed(s, &o))
-        .find(|out| invariant(&out.verdict).as_deref() == Some("read_only_until_stopped"))
+        .find(|out| invariant(&out.verdict).as_deref() == Some("mirror_not_ahead_of_source"))
         .expect("the ablation is found");
     let plan: ChaosPlan = failing.plan.clone();
     let before = plan.size();
@@ -42,7 +42,7 @@ fn shrinking_an_ablation_failure_keeps_the_invariant_and_never_grows() {
     );
     assert_eq!(
         shrunk.kind,
-        FailureKind::Violation("read_only_until_stopped".into())
+        FailureKind::Violation("mirror_not_ahead_of_source".into())
     );
     assert!(shrunk.plan.size().no_larger_than(&before));
     assert_ne!(shrunk.plan.size(), before, "some cut was accepted");
@@ -53,7 +53,7 @@ fn shrinking_an_ablation_failure_keeps_the_invariant_and_never_grows() {
     let replay = run_plan(back, &ChaosOptions::default());
     assert_eq!(
         invariant(&replay.verdict).as_deref(),
-        Some("read_only_until_stopped"),
+        Some("mirror_not_ahead_of_source"),
         "the design travels in the capsule: {:?}",
         replay.verdict
     );
@@ -79,7 +79,7 @@ fn two_jobs_shrink_to_the_plan_one_job_finds() {
     let o = opts();
     let failing = (1..100u64)
         .map(|s| run_chaos_seed(s, &o))
-        .find(|out| invariant(&out.verdict).as_deref() == Some("read_only_until_stopped"))
+        .find(|out| invariant(&out.verdict).as_deref() == Some("mirror_not_ahead_of_source"))
         .expect("the ablation is found");
     let run = |jobs| {
         let mut whats = Vec::new();

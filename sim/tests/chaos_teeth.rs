@@ -1,7 +1,8 @@
 //! Chaos has teeth: with one KIP-1279 rule deliberately broken through a design ablation
-//! (kip1279.md A.3), mirror chaos over a fixed seed list must find it, reported by the
-//! invariant that guards the rule. A find counts only when the seed design on the same seed
-//! does *not* fail with that invariant, so a seed that already fails the unablated design
+//! (kip1279.md A.3), mirror chaos over a fixed seed list must find it by an *outcome* (what a
+//! user of the mirror loses or sees: `mirrorsim list`), not by the rule of the design's own
+//! mechanism, which is only a diagnostic. A find counts only when the seed design on the same
+//! seed does *not* fail with that outcome, so a seed that already fails the unablated design
 //! (a known finding of the seed design) cannot stand in for the ablation's teeth.
 //!
 //! Each ablation stops at its first find; the number of seeds it took is printed (run with
@@ -9,19 +10,29 @@
 
 use std::collections::BTreeMap;
 
+use mirror_sim::check::{CheckKind, kind_of};
 use mirror_sim::chaos::{ChaosOptions, Verdict, run_chaos_seed};
 
 /// Seeds tried per ablation at most. The workload reaches every rule well inside it (the
 /// slowest, the LME truncation, needs a source leader change between stop and failback).
 const MAX_SEEDS: u64 = 150;
 
-/// (ablated design, the invariant that must catch it).
-const RULES: [(&str, &str); 5] = [
-    ("seed-no-lme-truncation", "failback_converges"),
-    ("seed-no-epoch-bump", "epoch_above_lme_after_stop"),
-    ("seed-no-pid-reset", "pid_reset_after_stop"),
-    ("seed-no-lso-truncation", "no_hanging_txn_after_stop"),
-    ("seed-no-read-only", "read_only_until_stopped"),
+/// (ablated design, the outcomes its missing mechanism leads to).
+const RULES: [(&str, &[&str]); 5] = [
+    (
+        "seed-no-lme-truncation",
+        &["failback_converges", "one_history_per_offset", "log_matching"],
+    ),
+    (
+        "seed-no-epoch-bump",
+        &["one_history_per_offset", "failback_converges", "log_matching"],
+    ),
+    (
+        "seed-no-pid-reset",
+        &["failover_producer_not_fenced", "no_lost_acked_write"],
+    ),
+    ("seed-no-lso-truncation", &["lso_reaches_hw"]),
+    ("seed-no-read-only", &["mirror_not_ahead_of_source", "mirror_prefix"]),
 ];
 
 fn violated(v: &Verdict) -> Option<&str> {
@@ -39,18 +50,24 @@ fn opts(design: &str) -> ChaosOptions {
     }
 }
 
-/// The first seed of `1..=MAX_SEEDS` where `design` breaks `invariant` and the seed design
-/// does not; `control` caches the seed design's verdicts across ablations.
-fn first_find(design: &str, invariant: &str, control: &mut BTreeMap<u64, Verdict>) -> Option<u64> {
-    (1..=MAX_SEEDS).find(|seed| {
-        let out = run_chaos_seed(*seed, &opts(design));
-        if violated(&out.verdict) != Some(invariant) {
-            return false;
+/// The first seed of `1..=MAX_SEEDS` where `design` breaks one of `outcomes` and the seed
+/// design does not break that one; `control` caches the seed design's verdicts.
+fn first_find(
+    design: &str,
+    outcomes: &[&str],
+    control: &mut BTreeMap<u64, Verdict>,
+) -> Option<(u64, String)> {
+    (1..=MAX_SEEDS).find_map(|seed| {
+        let out = run_chaos_seed(seed, &opts(design));
+        let broke = violated(&out.verdict)?.to_string();
+        if !outcomes.contains(&broke.as_str()) {
+            return None;
         }
+        assert_eq!(kind_of(&broke), CheckKind::Outcome, "{broke} decides a verdict");
         let base = control
-            .entry(*seed)
-            .or_insert_with(|| run_chaos_seed(*seed, &opts("seed")).verdict);
-        violated(base) != Some(invariant)
+            .entry(seed)
+            .or_insert_with(|| run_chaos_seed(seed, &opts("seed")).verdict);
+        (violated(base) != Some(broke.as_str())).then_some((seed, broke))
     })
 }
 
@@ -58,10 +75,12 @@ fn first_find(design: &str, invariant: &str, control: &mut BTreeMap<u64, Verdict
 fn every_ablated_mirror_rule_is_found_by_chaos() {
     let mut control = BTreeMap::new();
     let mut missed = Vec::new();
-    for (design, invariant) in RULES {
-        match first_find(design, invariant, &mut control) {
-            Some(seed) => eprintln!("{design:<26} caught by {invariant:<28} after {seed} seeds"),
-            None => missed.push((design, invariant)),
+    for (design, outcomes) in RULES {
+        match first_find(design, outcomes, &mut control) {
+            Some((seed, broke)) => {
+                eprintln!("{design:<26} caught by {broke:<28} after {seed} seeds");
+            }
+            None => missed.push((design, outcomes)),
         }
     }
     assert!(
@@ -76,7 +95,7 @@ fn a_find_replays_to_the_same_violation() {
     // same trace hash and the same violation.
     let o = opts("seed-no-read-only");
     let seed = (1..=MAX_SEEDS)
-        .find(|s| violated(&run_chaos_seed(*s, &o).verdict) == Some("read_only_until_stopped"))
+        .find(|s| violated(&run_chaos_seed(*s, &o).verdict) == Some("mirror_not_ahead_of_source"))
         .expect("no-read-only is found");
     let (a, b) = (run_chaos_seed(seed, &o), run_chaos_seed(seed, &o));
     assert_eq!(a.verdict, b.verdict);

@@ -955,11 +955,22 @@ impl Broker {
                 // drops it from the pending markers (`TxnCoordinator::on_markers_written`), as
                 // Kafka does for a deleted topic. Off with the `no_read_only` ablation.
                 if self.is_read_only(&tp) {
+                    // A stop the operator asked for, with the partition's state not read back
+                    // yet (a leader that just took over or restarted): it is about to be
+                    // STOPPED and writable, so the marker is retried, not dropped. Dropping
+                    // it left a committed transaction open for good on the new primary
+                    // (mirror chaos seed 61: the coordinator and the partition's leader
+                    // restarted together, the resumed COMMIT marker arrived first).
+                    let error = if self.mirror_stop_pending_read(&tp) {
+                        ErrorCode::NotLeaderOrFollower
+                    } else {
+                        ErrorCode::ReadOnlyTopic
+                    };
                     waits.push(ProduceWait {
                         tp,
                         required_offset: Offset(0),
                         base_offset: Offset(-1),
-                        error: Some(ErrorCode::ReadOnlyTopic),
+                        error: Some(error),
                     });
                     continue;
                 }

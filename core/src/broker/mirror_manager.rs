@@ -144,6 +144,14 @@ impl Broker {
             .is_none_or(|r| r.state() != S::Stopped)
     }
 
+    /// True when the operator asked for a stop of `tp` and this leader has not read the
+    /// partition's persisted state yet (it does not know whether it is STOPPED).
+    pub(super) fn mirror_stop_pending_read(&self, tp: &TopicPartition) -> bool {
+        self.mirror_membership(&tp.topic)
+            .is_some_and(|m| m.desired == DesiredMirrorState::Stopped)
+            && self.mirror_runs.get(tp).is_none_or(|r| r.status.is_none())
+    }
+
     /// Whether `make_leader` records the new epoch in the log's epoch cache: not for a mirror
     /// partition while it mirrors (its cache holds source epochs only), yes once the desired
     /// state is STOPPED (prototype `Partition.makeLeader`).

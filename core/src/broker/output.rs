@@ -220,7 +220,26 @@ pub enum Event {
         client: u32,
         /// Partition.
         tp: TopicPartition,
+        /// The record values it gave up on (they may still have been written).
+        values: Vec<Bytes>,
         /// The last error.
+        error: crate::protocol::ErrorCode,
+    },
+    /// Client: a broker refused a produce for its producer id, epoch or sequence
+    /// (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED,
+    /// UNKNOWN_PRODUCER_ID), whatever the client did next.
+    ProducerStateRefused {
+        /// Client number.
+        client: u32,
+        /// Partition.
+        tp: TopicPartition,
+        /// The producer id the batch carried.
+        producer_id: crate::types::ProducerId,
+        /// Its epoch.
+        producer_epoch: crate::types::ProducerEpoch,
+        /// Its base sequence.
+        sequence: crate::types::Sequence,
+        /// The broker's error.
         error: crate::protocol::ErrorCode,
     },
     /// Client: a transaction ended.

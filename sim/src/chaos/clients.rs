@@ -54,7 +54,12 @@ fn start_client(
 ) -> NodeId {
     let brokers = w.broker_ids(cluster);
     match c.clone() {
-        ClientPlan::Producer { topic, acks, rate } => {
+        ClientPlan::Producer {
+            topic,
+            acks,
+            rate,
+            max_in_flight,
+        } => {
             let t = plan.topics[topic].clone();
             w.add_workload_client(cluster, move |boot| {
                 let n = client_number(boot.id);
@@ -64,6 +69,7 @@ fn start_client(
                 // Kafka refuses idempotence without acks=all: such producers are plain.
                 cfg.idempotent = acks == -1;
                 cfg.records_per_second = f64::from(rate);
+                cfg.max_in_flight = usize::from(max_in_flight);
                 cfg.seed = seed;
                 ClientNode::Producer(Box::new(Producer::new(cfg)))
             })
@@ -72,6 +78,7 @@ fn start_client(
             topic,
             abort_one_in,
             rate,
+            max_in_flight,
         } => {
             let t = plan.topics[topic].clone();
             w.add_workload_client(cluster, move |boot| {
@@ -85,6 +92,7 @@ fn start_client(
                 } else {
                     1.0 / f64::from(abort_one_in)
                 };
+                cfg.max_in_flight = usize::from(max_in_flight);
                 cfg.seed = seed;
                 ClientNode::Producer(Box::new(Producer::new(cfg)))
             })

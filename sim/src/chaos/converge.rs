@@ -31,6 +31,10 @@ pub struct Stuck {
     pub detail: String,
 }
 
+/// The [`Stuck::kind`] of a leader whose LSO stays below its HW: the `lso_reaches_hw`
+/// outcome.
+pub const LSO_BELOW_HW: &str = "lso_below_hw";
+
 /// `None` when the run converged (the cluster side first, then the mirror).
 /// A broker in `held` (the persistent partial fault) is not expected in any ISR.
 pub(super) fn stuck(
@@ -186,6 +190,24 @@ fn cluster_stuck(
                     Some(leader),
                     "hw_below_leo",
                     format!("{tp} leader HW {hw} != LEO {leo}"),
+                );
+            }
+            // `lso_reaches_hw`: the producers stopped at the start of the liveness phase, so
+            // a transaction still open here hangs (a coordinator aborts its own timed-out
+            // ones well within the bound; `transaction.timeout.ms` is 60 s).
+            let lso = w
+                .with_broker(c0, leader, |b| {
+                    b.partition(&tp).map(|p| p.log.last_stable_offset())
+                })
+                .flatten();
+            // A marker that one of Kafka's own declared losses cut leaves its transaction
+            // open for good: Kafka's known consequence of that loss (KIP-664 finds such
+            // hanging transactions), not a hang the producers or the mirror caused.
+            if let Some(lso) = lso.filter(|l| *l < hw && !w.kafka_loss_above(c0, &tp, *l)) {
+                return at(
+                    Some(leader),
+                    LSO_BELOW_HW,
+                    format!("{tp} leader LSO {lso} < HW {hw}: a transaction hangs"),
                 );
             }
             let replicas = w

@@ -180,6 +180,9 @@ pub enum ClientPlan {
         acks: i16,
         /// Records per second.
         rate: u32,
+        /// `max.in.flight.requests.per.connection` (1..=5; capsules before it: 1).
+        #[serde(default = "one_in_flight")]
+        max_in_flight: u8,
     },
     /// Transactional producer.
     TransactionalProducer {
@@ -189,6 +192,9 @@ pub enum ClientPlan {
         abort_one_in: u32,
         /// Records per second.
         rate: u32,
+        /// `max.in.flight.requests.per.connection` (1..=5; capsules before it: 1).
+        #[serde(default = "one_in_flight")]
+        max_in_flight: u8,
     },
     /// Consumer in a group.
     Consumer {
@@ -197,6 +203,10 @@ pub enum ClientPlan {
         /// Isolation.
         read_committed: bool,
     },
+}
+
+fn one_in_flight() -> u8 {
+    1
 }
 
 /// Everything a chaos run does.
@@ -439,11 +449,13 @@ impl ChaosPlan {
                     topic,
                     acks: *u.choose(&[-1i16, -1, 1])?,
                     rate: u.int_in_range(20..=200)?,
+                    max_in_flight: u.int_in_range(1..=5)?,
                 },
                 2 => ClientPlan::TransactionalProducer {
                     topic,
                     abort_one_in: u.int_in_range(0..=4)?,
                     rate: u.int_in_range(20..=100)?,
+                    max_in_flight: u.int_in_range(1..=5)?,
                 },
                 _ => ClientPlan::Consumer {
                     topic,

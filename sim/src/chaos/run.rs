@@ -75,6 +75,11 @@ pub struct ChaosOutcome {
     pub site: Option<FailureSite>,
     /// The run report (trace hash, simulated seconds, events, compact trace).
     pub report: Option<RunReport>,
+    /// Design-mechanism rules that broke (diagnostics, first of each, in order): the likely
+    /// mechanism beside the verdict (`check::CheckKind::Mechanism`).
+    pub diagnostics: Vec<Violation>,
+    /// Declared losses by cause and the failover RPO.
+    pub losses: crate::check::ghost::LossSummary,
     /// The plan that ran.
     pub plan: ChaosPlan,
 }
@@ -159,11 +164,13 @@ pub fn run_plan(mut plan: ChaosPlan, opts: &ChaosOptions) -> ChaosOutcome {
     let limit = opts.limits.map_or(DEFAULT_TIME_LIMIT, |l| l.sim_time);
     let res = run_seed_with_limit(seed, limit, move || async move { execute(p2, opts).await });
     match res {
-        Ok((verdict, site, report)) => ChaosOutcome {
+        Ok((verdict, site, report, diagnostics, losses)) => ChaosOutcome {
             seed,
             verdict,
             site,
             report: Some(report),
+            diagnostics,
+            losses,
             plan,
         },
         Err(message) => ChaosOutcome {
@@ -171,6 +178,8 @@ pub fn run_plan(mut plan: ChaosPlan, opts: &ChaosOptions) -> ChaosOutcome {
             verdict: Verdict::Crash { message },
             site: Some(site::of_crash()),
             report: None,
+            diagnostics: Vec::new(),
+            losses: crate::check::ghost::LossSummary::default(),
             plan,
         },
     }
@@ -200,7 +209,16 @@ fn spec_of(plan: &ChaosPlan, opts: &ChaosOptions) -> KafkaWorldSpec {
     }
 }
 
-async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, Option<FailureSite>, RunReport) {
+/// What one chaos run produced: its verdict, where it failed, the report, the diagnostics.
+type Executed = (
+    Verdict,
+    Option<FailureSite>,
+    RunReport,
+    Vec<Violation>,
+    crate::check::ghost::LossSummary,
+);
+
+async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
     let w = KafkaWorld::start_traced(spec_of(&plan, &opts), opts.verbose_trace);
     w.world.set_event_limit(opts.limits.map(|l| l.events));
     if let Some(tap) = &opts.tap {
@@ -287,16 +305,46 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> (Verdict, Option<Failur
             (None, false) => {
                 let ops = snapshot();
                 let stuck = converge::stuck(&w, &plan, &ops, &held);
-                let site = site::of_stuck(&w, &plan, &ops, stuck.as_ref());
-                let detail = stuck.map_or_else(|| "converged late".to_string(), |s| s.detail);
-                (Verdict::Liveness { detail }, Some(site))
+                match stuck {
+                    // A hanging transaction is the `lso_reaches_hw` outcome, not a stall.
+                    Some(s) if s.kind == converge::LSO_BELOW_HW => {
+                        let node = s.broker.map_or_else(
+                            || format!("c{}", s.cluster.0),
+                            |b| w.world.names().node(mirror_core::protocol::NodeId::broker(s.cluster, b)),
+                        );
+                        let mut v = Violation::new("lso_reaches_hw", node, Some(&s.tp), None, s.detail);
+                        v.t_micros = w.world.now().0;
+                        violated(v)
+                    }
+                    stuck => {
+                        let site = site::of_stuck(&w, &plan, &ops, stuck.as_ref());
+                        let detail = stuck.map_or_else(
+                            || "converged late".to_string(),
+                            |s| {
+                                // The mirror did not reach what the operator asked for:
+                                // the `mirror_progress` outcome.
+                                if s.kind.starts_with("state") || s.kind == "logs_differ" {
+                                    format!("mirror_progress ({}): {}", s.kind, s.detail)
+                                } else {
+                                    s.detail
+                                }
+                            },
+                        );
+                        (Verdict::Liveness { detail }, Some(site))
+                    }
+                }
             }
         }
     };
     if let Some(tap) = &opts.tap {
         tap.finish(&w);
     }
+    let diagnostics = w.diagnostics();
+    for d in &diagnostics {
+        w.world.note("chaos", "", &format!("mechanism {d}"));
+    }
+    let losses = w.loss_summary();
     let report = w.world.report(plan.seed);
     w.world.shutdown();
-    (verdict, site, report)
+    (verdict, site, report, diagnostics, losses)
 }

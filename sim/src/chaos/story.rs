@@ -54,6 +54,7 @@ fn draw_failover(u: &mut Unstructured<'_>, plan: &mut ChaosPlan) -> ArbResult<()
             topic: u.choose_index(plan.topics.len())?,
             abort_one_in: u.int_in_range(0..=4)?,
             rate: u.int_in_range(50..=150)?,
+            max_in_flight: u.int_in_range(1..=5)?,
         });
     }
     // The old source's tail: a leader change after the stop puts it in epochs above the
@@ -88,12 +89,14 @@ fn draw_failover(u: &mut Unstructured<'_>, plan: &mut ChaosPlan) -> ArbResult<()
                 topic,
                 acks: -1,
                 rate: u.int_in_range(20..=150)?,
+                max_in_flight: u.int_in_range(1..=5)?,
             }
         } else {
             ClientPlan::TransactionalProducer {
                 topic,
                 abort_one_in: u.int_in_range(0..=4)?,
                 rate: u.int_in_range(20..=100)?,
+                max_in_flight: u.int_in_range(1..=5)?,
             }
         });
     }

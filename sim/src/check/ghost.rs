@@ -20,10 +20,26 @@ pub struct DeclaredLoss {
     pub from_offset: i64,
     /// How many committed batches were dropped from the history.
     pub batches: usize,
+    /// How many records they held (control records included).
+    pub records: i64,
+    /// Milliseconds of producer time they spanned: the newest dropped record's timestamp
+    /// minus the oldest's (0 for one batch written at once).
+    pub span_ms: i64,
     /// Why (`unclean_election`, `unflushed_loss_on_last_isr_member`, ...).
     pub cause: String,
     /// When (µs).
     pub t_micros: u64,
+}
+
+/// What a declared loss removed from a committed history.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CutCount {
+    /// Committed batches dropped.
+    pub batches: usize,
+    /// Records they held.
+    pub records: i64,
+    /// Newest minus oldest record timestamp among them (ms).
+    pub span_ms: i64,
 }
 
 /// Ghost state of one partition.
@@ -65,9 +81,25 @@ impl GhostPartition {
 
     /// Drops history from `from` on (a declared loss); returns how many batches went.
     pub fn cut_from(&mut self, from: Offset) -> usize {
+        self.cut_counted(from).batches
+    }
+
+    /// [`Self::cut_from`], counting what went.
+    pub fn cut_counted(&mut self, from: Offset) -> CutCount {
         let cut: Vec<Offset> = self.committed.range(from..).map(|(o, _)| *o).collect();
+        let mut count = CutCount {
+            batches: cut.len(),
+            ..CutCount::default()
+        };
+        let mut span: Option<(i64, i64)> = None;
+        let mut tally = |b: &RecordBatch| {
+            count.records += i64::from(b.record_count());
+            let (lo, hi) = (b.header().base_timestamp, b.max_timestamp());
+            span = Some(span.map_or((lo, hi), |(a, z)| (a.min(lo), z.max(hi))));
+        };
         for o in &cut {
             if let Some(b) = self.committed.remove(o) {
+                tally(&b);
                 self.archive(b);
             }
         }
@@ -80,10 +112,12 @@ impl GhostPartition {
             && b.last_offset() >= from
         {
             self.committed.remove(&o);
+            tally(&b);
             self.archive(b);
         }
         self.true_hw = self.true_hw.min(from);
-        cut.len()
+        count.span_ms = span.map_or(0, |(lo, hi)| hi - lo);
+        count
     }
 
     /// Keeps `b` as once-exposed data that a declared loss dropped (see [`Self::was_cut`]).
@@ -191,5 +225,55 @@ impl Ghost {
                 false
             }
         }
+    }
+}
+
+/// Declared losses of a run by cause, and the failover RPO of each stop: what a run summary
+/// prints (records, and milliseconds of producer time).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LossSummary {
+    /// Per cause: `(events, batches, records, span_ms)`; `span_ms` sums each event's span.
+    pub by_cause: BTreeMap<String, (usize, usize, i64, i64)>,
+    /// Failover RPO per stopped partition.
+    pub rpo: Vec<super::mirror::Rpo>,
+}
+
+impl LossSummary {
+    /// Groups `losses` by cause.
+    #[must_use]
+    pub fn of(losses: &[DeclaredLoss], rpo: &[super::mirror::Rpo]) -> Self {
+        let mut by_cause: BTreeMap<String, (usize, usize, i64, i64)> = BTreeMap::new();
+        for l in losses {
+            let e = by_cause.entry(l.cause.clone()).or_default();
+            e.0 += 1;
+            e.1 += l.batches;
+            e.2 += l.records;
+            e.3 += l.span_ms;
+        }
+        Self {
+            by_cause,
+            rpo: rpo.to_vec(),
+        }
+    }
+
+    /// One line per cause and one for the RPO, or nothing when nothing was lost.
+    #[must_use]
+    pub fn lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .by_cause
+            .iter()
+            .map(|(cause, (n, batches, records, ms))| {
+                format!("declared loss {cause}: {n} event(s), {records} record(s) in {batches} batch(es), {ms} ms of producer time")
+            })
+            .collect();
+        if !self.rpo.is_empty() {
+            let records: i64 = self.rpo.iter().map(|r| r.records).sum();
+            let ms = self.rpo.iter().map(|r| r.ms).max().unwrap_or(0);
+            out.push(format!(
+                "failover RPO: {records} committed source record(s) not mirrored at the stop over {} partition(s), at most {ms} ms of source time",
+                self.rpo.len()
+            ));
+        }
+        out
     }
 }

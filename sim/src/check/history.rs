@@ -169,9 +169,6 @@ pub fn check_no_lost_acked_writes(
 ) -> Result<(), Violation> {
     for w in ghost.acked.iter().filter(|w| w.acks == -1) {
         let g = ghost.partitions.get(&(w.cluster, w.tp.clone()));
-        if g.is_some_and(|g| g.declared_losses > 0) {
-            continue;
-        }
         let Some(leader) = leader_of(nodes, w.cluster, &w.tp) else {
             continue; // offline partition at the end: nothing to read
         };

@@ -34,10 +34,15 @@ pub struct Checker {
     pub history: History,
     /// KIP-1279 mirror checks.
     pub mirror: MirrorChecker,
+    /// What the outcome checks remember of the clients' writes.
+    pub clients: super::outcomes::ClientRecords,
     /// Report a leader elected cleanly with committed data missing (Kafka's known loss when
     /// the last ISR member lost unflushed data) as a violation instead of a declared loss.
     pub strict_durability: bool,
     first: Option<Violation>,
+    /// Design-mechanism rules that broke ([`super::CheckKind::Mechanism`]), the first of each
+    /// in the order they broke: diagnostics, the run goes on.
+    diagnostics: Vec<Violation>,
     last_epoch: BTreeMap<(NodeId, TopicPartition), LeaderEpoch>,
     leader_hw: BTreeMap<(NodeId, TopicPartition), (LeaderEpoch, Offset)>,
     verified: BTreeMap<(NodeId, TopicPartition), Offset>,
@@ -69,8 +74,10 @@ impl Checker {
             ghost: Ghost::default(),
             history: History::default(),
             mirror: MirrorChecker::default(),
+            clients: super::outcomes::ClientRecords::default(),
             strict_durability: false,
             first: None,
+            diagnostics: Vec::new(),
             last_epoch: BTreeMap::new(),
             leader_hw: BTreeMap::new(),
             verified: BTreeMap::new(),
@@ -87,9 +94,20 @@ impl Checker {
         self.first.as_ref()
     }
 
-    /// Records a violation found outside `on_event` (end-of-run validations).
+    /// The design-mechanism rules that broke, first of each, in order (diagnostics).
+    #[must_use]
+    pub fn diagnostics(&self) -> &[Violation] {
+        &self.diagnostics
+    }
+
+    /// Records a violation: an outcome or Kafka rule ends the run (the first one is the
+    /// verdict); a design-mechanism rule is kept as a diagnostic and the run goes on.
     pub fn report(&mut self, v: Violation) {
-        if self.first.is_none() {
+        if super::kind_of(&v.invariant) == super::CheckKind::Mechanism {
+            if !self.diagnostics.iter().any(|d| d.invariant == v.invariant) {
+                self.diagnostics.push(v);
+            }
+        } else if self.first.is_none() {
             self.first = Some(v);
         }
     }
@@ -109,7 +127,7 @@ impl Checker {
         if let Err(mut v) = self.check(ctx, event, nodes, name) {
             v.event_seq = ctx.seq;
             v.t_micros = ctx.t.0;
-            self.first = Some(v);
+            self.report(v);
         }
     }
 
@@ -354,14 +372,31 @@ impl Checker {
             Event::LogStartChanged { tp, .. } | Event::IsrChanged { tp, .. } => {
                 self.check_replica(ctx, node, tp, nodes, name, true)
             }
+            Event::ProduceFailed {
+                client, tp, values, ..
+            } => {
+                self.clients.on_failed(cluster, *client, tp, values);
+                Ok(())
+            }
+            Event::ProducerStateRefused {
+                client,
+                producer_id,
+                ..
+            } => {
+                self.clients.on_producer_id(cluster, *client, *producer_id);
+                Ok(())
+            }
             Event::ProduceAcked {
+                client,
                 tp,
                 base_offset,
                 values,
                 acks,
+                producer_id,
                 transactional,
-                ..
             } => {
+                self.clients
+                    .on_acked(cluster, *client, tp, *producer_id, values);
                 self.ghost.acked.push(AckedWrite {
                     cluster,
                     tp: tp.clone(),
@@ -430,13 +465,15 @@ impl Checker {
         cause: &str,
     ) {
         let g = self.ghost.partition(cluster, tp);
-        let batches = g.cut_from(from);
+        let cut = g.cut_counted(from);
         g.declared_losses += 1;
         g.last_loss_micros = ctx.t.0;
         self.ghost.losses.push(DeclaredLoss {
             partition: format!("{}:{tp}", cluster.0),
             from_offset: from.0,
-            batches,
+            batches: cut.batches,
+            records: cut.records,
+            span_ms: cut.span_ms,
             cause: cause.to_string(),
             t_micros: ctx.t.0,
         });
@@ -523,13 +560,15 @@ impl Checker {
             }
         };
         let g = self.ghost.partition(cluster, tp);
-        let batches = g.cut_from(from);
+        let cut = g.cut_counted(from);
         g.declared_losses += 1;
         g.last_loss_micros = ctx.t.0;
         self.ghost.losses.push(DeclaredLoss {
             partition: format!("{}:{tp}", cluster.0),
             from_offset: from.0,
-            batches,
+            batches: cut.batches,
+            records: cut.records,
+            span_ms: cut.span_ms,
             cause: cause.to_string(),
             t_micros: ctx.t.0,
         });

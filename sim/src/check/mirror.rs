@@ -105,6 +105,41 @@ pub struct MirrorChecker {
     failbacks: BTreeMap<PartitionKey, Failback>,
     /// Results of the last [`MirrorChecker::check_failback`].
     pub failback_reports: Vec<FailbackReport>,
+    /// The failover RPO of each stop: what the source had committed that the destination
+    /// had not mirrored when it recorded its LME.
+    pub rpo: Vec<Rpo>,
+    /// Partitions whose current stop already has its RPO recorded (a re-driven stop records
+    /// its LME again).
+    rpo_seen: BTreeSet<PartitionKey>,
+}
+
+/// The recovery point a failover incurred on one partition (kip1279.md A.1 STOPPING: the
+/// records the source had committed but the destination had not mirrored are the user's loss
+/// once applications move; the source keeps them until a failback truncates them).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Rpo {
+    /// The destination partition, `cluster:topic-partition`.
+    pub partition: String,
+    /// Committed source records the destination did not have.
+    pub records: i64,
+    /// Their span in source time: the newest one's timestamp minus the first one's (ms).
+    pub ms: i64,
+    /// When the stop recorded its LME (µs).
+    pub t_micros: u64,
+}
+
+/// The RPO of a stop: `source`'s committed batches from the destination's mirrored end on.
+#[must_use]
+pub fn rpo_of(source: &super::ghost::GhostPartition, mirrored_end: Offset) -> (i64, i64) {
+    let mut records = 0;
+    let mut span: Option<(i64, i64)> = None;
+    for b in source.committed.values().filter(|b| b.last_offset() >= mirrored_end) {
+        let first = b.base_offset().max(mirrored_end);
+        records += b.last_offset().0 - first.0 + 1;
+        let (lo, hi) = (b.header().base_timestamp, b.max_timestamp());
+        span = Some(span.map_or((lo, hi), |(a, z)| (a.min(lo), z.max(hi))));
+    }
+    (records, span.map_or(0, |(lo, hi)| hi - lo))
 }
 
 /// Runs `f` on a node's broker, if it is one.
@@ -277,7 +312,69 @@ impl MirrorChecker {
                     (cluster, tp.clone()),
                     (*last_mirrored_epoch, *log_end_offset),
                 );
+                let source = with_broker(nodes, node, |b| b.mirror_source_cluster(tp)).flatten();
+                if let Some(src) = source
+                    && self.rpo_seen.insert((cluster, tp.clone()))
+                    && let Some(g) = ghost.partitions.get(&(src, tp.clone()))
+                {
+                    let (records, ms) = rpo_of(g, *log_end_offset);
+                    self.rpo.push(Rpo {
+                        partition: format!("{}:{tp}", cluster.0),
+                        records,
+                        ms,
+                        t_micros: ctx.t.0,
+                    });
+                }
                 self.barrier_lost.remove(&(cluster, tp.clone()));
+                Ok(())
+            }
+            Event::ProducerStateRefused {
+                tp, producer_id, ..
+            } => {
+                let Some(barrier) = self.pid_barrier(&(cluster, tp.clone())) else {
+                    return Ok(());
+                };
+                let Some(leader) = leader_of(nodes, cluster, tp) else {
+                    return Ok(());
+                };
+                let refused = with_partition(nodes, leader, tp, |p| {
+                    super::outcomes::refused_by_mirrored_state(&p.log, *producer_id, barrier)
+                })
+                .flatten();
+                match refused {
+                    Some(d) => Err(Violation::new(
+                        "failover_producer_not_fenced",
+                        name(node),
+                        Some(tp),
+                        None,
+                        d,
+                    )),
+                    None => Ok(()),
+                }
+            }
+            Event::MirrorOffsetsSynced { offsets, error, .. } if error.is_ok() => {
+                for (tp, offset) in offsets {
+                    let Some(leader) = leader_of(nodes, cluster, tp) else {
+                        continue;
+                    };
+                    let bad = with_partition(nodes, leader, tp, |p| {
+                        super::outcomes::synced_offset_violation(
+                            *offset,
+                            p.log.log_start_offset(),
+                            p.log.log_end_offset(),
+                        )
+                    })
+                    .flatten();
+                    if let Some(d) = bad {
+                        return Err(Violation::new(
+                            "synced_offset_in_bounds",
+                            name(leader),
+                            Some(tp),
+                            Some(*offset),
+                            d,
+                        ));
+                    }
+                }
                 Ok(())
             }
             Event::MirrorAligned { tp, .. } => {
@@ -389,7 +486,11 @@ impl MirrorChecker {
         history.store_partition = history
             .store_partition
             .or(mkey.as_ref().map(store_partition_of));
-        let seen = history.observe(state_epoch, record).map_err(violation)?;
+        // Two committed records with one state epoch: two writers committed a transition from
+        // the same state (the fencing of the store failed): a lost update, an outcome.
+        let seen = history.observe(state_epoch, record).map_err(|d| {
+            Violation::new("no_lost_state_update", name(node), Some(tp), None, d)
+        })?;
         if seen == Observation::Repeat {
             return Ok(());
         }
@@ -410,6 +511,7 @@ impl MirrorChecker {
             S::Preparing => {
                 // A new mirroring cycle: the stop bookkeeping of an earlier one is over.
                 self.lme.remove(&key);
+                self.rpo_seen.remove(&key);
                 self.pid_reset.remove(&key);
                 self.barrier_lost.remove(&key);
                 if self.sources.contains(&key) {
@@ -517,7 +619,9 @@ impl MirrorChecker {
         let reset_seen = self.pid_reset.contains_key(&key);
         let stale = with_partition(nodes, node, tp, |p| {
             // A replica that has not reached the barrier yet still holds mirrored producers.
-            if p.log.log_end_offset() <= barrier {
+            // The leader at its STOPPED is past it, or the reset is missing: with nothing
+            // appended since the LME was recorded, its LEO is the barrier itself.
+            if p.log.log_end_offset() < barrier || (!at_stop && p.log.log_end_offset() == barrier) {
                 return None;
             }
             // A follower may hold a suffix past the barrier that is not the leader's: mirrored
@@ -745,12 +849,31 @@ impl MirrorChecker {
                     (
                         p.log.log_start_offset(),
                         p.log.batches().cloned().collect::<Vec<_>>(),
+                        p.log.high_watermark(),
                     )
                 })
-                .unwrap_or((Offset(0), Vec::new()))
+                .unwrap_or((Offset(0), Vec::new(), Offset(0)))
             };
-            let (old_start, old_log) = log(old_leader);
-            let (new_start, new_log) = log(new_leader);
+            let (old_start, old_log, old_hw) = log(old_leader);
+            let (new_start, new_log, new_hw) = log(new_leader);
+            if let Some(at) = history_split(
+                &old_log,
+                &new_log,
+                old_start.max(new_start),
+                old_hw.min(new_hw),
+            ) {
+                self.failback_reports = reports;
+                return Err(Violation::new(
+                    "one_history_per_offset",
+                    name(old_leader),
+                    Some(tp),
+                    Some(at),
+                    format!(
+                        "after the failback from cluster {}, the clusters hold different records at offset {at}, below both HWs ({old_hw}, {new_hw})",
+                        source.0
+                    ),
+                ));
+            }
             let partition = format!("{}:{tp}", cluster.0);
             let losses: Vec<(i64, usize)> = ghost.losses[f.losses_before.min(ghost.losses.len())..]
                 .iter()
@@ -795,6 +918,40 @@ impl MirrorChecker {
         self.failback_reports = reports;
         Ok(())
     }
+}
+
+/// The first offset in `[from, below)` where two clusters' logs of one partition hold
+/// different records (a batch of one with no identical batch at the same offset in the other),
+/// or `None` (`one_history_per_offset`). A batch straddling `from` or `below` is not judged:
+/// the log starts differ for good reasons (retention, DeleteRecords) and above the lower HW
+/// the mirror may still be catching up.
+#[must_use]
+pub fn history_split(
+    a: &[RecordBatch],
+    b: &[RecordBatch],
+    from: Offset,
+    below: Offset,
+) -> Option<Offset> {
+    let judged = |l: &[RecordBatch]| -> BTreeMap<Offset, RecordBatch> {
+        l.iter()
+            .filter(|x| x.base_offset() >= from && x.last_offset() < below)
+            .map(|x| (x.base_offset(), x.clone()))
+            .collect()
+    };
+    let (ja, jb) = (judged(a), judged(b));
+    let covered = |m: &BTreeMap<Offset, RecordBatch>, o: Offset| {
+        m.range(..=o).next_back().is_some_and(|(_, x)| x.last_offset() >= o)
+    };
+    ja.iter()
+        .find(|(o, x)| jb.get(o) != Some(x) && (jb.contains_key(o) || covered(&jb, **o)))
+        .map(|(o, _)| *o)
+        .into_iter()
+        .chain(
+            jb.iter()
+                .find(|(o, x)| ja.get(o) != Some(x) && covered(&ja, **o))
+                .map(|(o, _)| *o),
+        )
+        .min()
 }
 
 /// The `__mirror_state` key of a destination partition.

@@ -13,7 +13,8 @@ use mirror_core::types::{
 use super::ghost::Ghost;
 use super::mirror::{
     FailbackInput, epoch_violation, exposed_beyond_source, exposed_beyond_source_after_failback,
-    failback_outcome, hanging_txn_violation, mirrored_batch_violation, read_only_violation,
+    failback_outcome, hanging_txn_violation, history_split, mirrored_batch_violation,
+    read_only_violation,
     stale_producer, superseded_leader_epoch, transition_violation,
 };
 
@@ -410,4 +411,26 @@ fn a_leader_append_stamped_with_a_superseded_epoch_is_a_zombies() {
         &tp(),
         LeaderEpoch(1)
     ));
+}
+
+#[test]
+fn one_history_per_offset_compares_the_records_below_both_hws() {
+    // Goal: after a failback both clusters hold the same record at every offset below the
+    // lower HW, from the later log start; above it, or across a log start, nothing is judged.
+    let common = [batch(0, 4, 0, "a"), batch(4, 4, 0, "b")];
+    let mut old = common.to_vec();
+    let mut new = common.to_vec();
+    new.push(batch(8, 4, 1, "c"));
+    // Allowed: the old source lags (its HW 8 is the lower).
+    assert_eq!(history_split(&old, &new, Offset(0), Offset(8)), None);
+    // Allowed: a different tail above the lower HW (the mirror still catching up).
+    old.push(batch(8, 4, 1, "x"));
+    assert_eq!(history_split(&old, &new, Offset(0), Offset(8)), None);
+    // Forbidden: the same offsets, other records, below both HWs.
+    assert_eq!(history_split(&old, &new, Offset(0), Offset(12)), Some(Offset(8)));
+    // Forbidden: batch boundaries that differ (one history's batch straddles the other's).
+    let shifted = [batch(0, 4, 0, "a"), batch(4, 2, 0, "b"), batch(6, 2, 0, "b2")];
+    assert_eq!(history_split(&common, &shifted, Offset(0), Offset(8)), Some(Offset(4)));
+    // Allowed: a log start that moved past a batch on one side only.
+    assert_eq!(history_split(&common[1..], &common, Offset(4), Offset(8)), None);
 }

@@ -28,11 +28,13 @@ pub fn reference_plan(scale: u32) -> ChaosPlan {
             topic: 0,
             acks: -1,
             rate: 500 * scale,
+            max_in_flight: 5,
         },
         ClientPlan::Producer {
             topic: 1,
             acks: -1,
             rate: 500 * scale,
+            max_in_flight: 5,
         },
         ClientPlan::Consumer {
             topic: 0,

@@ -490,9 +490,19 @@ pub fn run(cli: Cli) -> i32 {
 }
 
 fn list() {
-    println!("Invariants (checked after every event; validations at the end):");
-    for (name, what) in crate::check::INVARIANTS {
-        println!("  {name:<28} {what}");
+    use crate::check::CheckKind;
+    println!("Checks (after every event, or at the end of a run). A run's verdict comes from the");
+    println!("outcome checks and Kafka's own rules; a design-mechanism rule is a diagnostic printed");
+    println!("beside the verdict as its likely mechanism, and never fails a run.");
+    for (kind, title) in [
+        (CheckKind::Outcome, "Outcomes (what a user of Kafka and of the mirror sees or loses):"),
+        (CheckKind::Kafka, "Kafka's rules (common to every design):"),
+        (CheckKind::Mechanism, "Design mechanisms (diagnostics: did the design perform its own steps):"),
+    ] {
+        println!("{title}");
+        for (name, _, what) in crate::check::INVARIANTS.iter().filter(|c| c.1 == kind) {
+            println!("  {name:<30} {what}");
+        }
     }
     println!();
     println!("Fault kinds (chaos): crash (process | power loss | torn write) with restart, pause,");
@@ -524,6 +534,14 @@ pub(crate) fn outcome_line(o: &ChaosOutcome) -> String {
     )
 }
 
+/// The design-mechanism rules that broke, the first as the verdict's likely mechanism.
+pub(crate) fn print_mechanisms(diagnostics: &[crate::check::Violation]) {
+    for (i, d) in diagnostics.iter().enumerate() {
+        let what = if i == 0 { "likely mechanism" } else { "also broke" };
+        println!("  {what}: {d}");
+    }
+}
+
 /// Writes the capsule of a failing run (stamped with this build's id) into `out`.
 pub(crate) fn write_capsule(out: &std::path::Path, o: &ChaosOutcome) -> Option<PathBuf> {
     std::fs::create_dir_all(out).ok()?;
@@ -546,6 +564,7 @@ pub(crate) fn describe_failure(
         Verdict::Crash { message } => println!("  crashed: {message}"),
         Verdict::Pass => {}
     }
+    print_mechanisms(&o.diagnostics);
     let mut abl = ablation
         .map(|a| format!(" --ablation {a}"))
         .unwrap_or_default();
@@ -594,8 +613,14 @@ fn replay(
         }
     }
     println!("{}", outcome_line(&o));
+    for l in o.losses.lines() {
+        println!("  {l}");
+    }
     match &o.verdict {
-        Verdict::Pass => Ok(0),
+        Verdict::Pass => {
+            print_mechanisms(&o.diagnostics);
+            Ok(0)
+        }
         _ => {
             describe_failure(&o, None, ablation);
             Ok(1)

@@ -91,6 +91,7 @@ pub fn run(
                         "passed": o.passed(),
                         "verdict": o.verdict,
                         "violation": o.violation,
+                        "mechanisms": o.diagnostics,
                         "trace_hash": o.report.as_ref().map(|r| r.trace_hash.clone()),
                         "sim_seconds": o.report.as_ref().map(|r| r.sim_seconds),
                         "steps": o.steps,

@@ -171,6 +171,8 @@ pub fn seed_line(o: &ChaosOutcome, capsule: Option<&Path>) -> serde_json::Value 
         "capsule": capsule.map(|c| c.display().to_string()),
         "detail": o.verdict,
         "site": o.site,
+        "mechanisms": o.diagnostics.iter().map(|d| d.invariant.as_str()).collect::<Vec<_>>(),
+        "losses": o.losses,
     })
 }
 

@@ -820,6 +820,27 @@ impl KafkaWorld {
         lock(&self.checker).violation().cloned()
     }
 
+    /// True when one of Kafka's own declared losses (an unclean election, or the last ISR
+    /// member losing unflushed data or flushed data to bit rot) cut `tp` of `cluster` above
+    /// `offset`: a transaction that began at `offset` may have lost its marker to it.
+    #[must_use]
+    pub fn kafka_loss_above(&self, cluster: ClusterIdx, tp: &TopicPartition, offset: Offset) -> bool {
+        kafka_loss_above(&lock(&self.checker).ghost.losses, cluster, tp, offset)
+    }
+
+    /// Declared losses by cause and the failover RPO so far.
+    #[must_use]
+    pub fn loss_summary(&self) -> crate::check::ghost::LossSummary {
+        let c = lock(&self.checker);
+        crate::check::ghost::LossSummary::of(&c.ghost.losses, &c.mirror.rpo)
+    }
+
+    /// The design-mechanism rules that broke so far (diagnostics; first of each, in order).
+    #[must_use]
+    pub fn diagnostics(&self) -> Vec<Violation> {
+        lock(&self.checker).diagnostics().to_vec()
+    }
+
     /// End-of-run validations (call after the liveness phase); returns the first violation
     /// of the whole run.
     #[must_use]
@@ -831,6 +852,31 @@ impl KafkaWorld {
         let c = &mut *guard;
         if c.violation().is_none()
             && let Err(v) = check_no_lost_acked_writes(&c.ghost, &nodes, &name)
+        {
+            c.report(v);
+        }
+        if c.violation().is_none()
+            && let Err(v) = crate::check::outcomes::check_no_duplicates(&c.clients, &nodes, &name)
+        {
+            c.report(v);
+        }
+        // A mirror partition that reached STOPPED keeps no open transaction: its producers
+        // were the source's, whose coordinator will never end it here (kip1279.md A.1: the
+        // stop truncates to the LSO; latest writes ABORT markers). Every other partition is
+        // judged once the chaos producers stop (`chaos::converge`).
+        let losses = c.ghost.losses.clone();
+        let stopped = |n: NodeId, tp: &TopicPartition, lso: Offset| {
+            // Kafka's own declared losses may cut a marker (see `kafka_loss_above`).
+            !kafka_loss_above(&losses, n.cluster, tp, lso)
+                && nodes.get(&n).is_some_and(|arc| {
+                    lock(arc).as_broker().is_some_and(|b| {
+                        b.mirror_runs().get(tp).map(|r| r.state())
+                            == Some(mirror_core::mirror::MirrorPartitionState::Stopped)
+                    })
+                })
+        };
+        if c.violation().is_none()
+            && let Err(v) = crate::check::outcomes::check_lso_reaches_hw(&nodes, &stopped, &name)
         {
             c.report(v);
         }
@@ -847,6 +893,21 @@ impl KafkaWorld {
         }
         c.violation().cloned()
     }
+}
+
+/// True when one of Kafka's own declared losses in `losses` (not a KIP-1279 mirror truncation)
+/// cut `tp` above `offset`, in `cluster` or in a cluster it mirrors `tp` with (mirrors keep the
+/// topic name and the offsets: a source's hanging transaction is copied as it is).
+fn kafka_loss_above(
+    losses: &[crate::check::ghost::DeclaredLoss],
+    _cluster: ClusterIdx,
+    tp: &TopicPartition,
+    offset: Offset,
+) -> bool {
+    let suffix = format!(":{tp}");
+    losses.iter().any(|l| {
+        l.partition.ends_with(&suffix) && l.from_offset > offset.0 && l.cause != "mirror_truncation"
+    })
 }
 
 /// Makes the checker (and the recorder, if any) the world's observer.

@@ -600,6 +600,10 @@ pub struct ExpectDef {
     /// With `violation`: the invariant that must break first.
     #[serde(default)]
     pub invariant: Option<String>,
+    /// Design-mechanism rules that must have broken (diagnostics, `mirrorsim list`), in any
+    /// order; the verdict still comes from `verdict`.
+    #[serde(default)]
+    pub mechanism: Vec<String>,
 }
 
 #[derive(Deserialize)]

@@ -78,6 +78,8 @@ pub struct ScenarioOutcome {
     pub steps: Vec<StepRecord>,
     /// The first broken invariant, if any.
     pub violation: Option<Violation>,
+    /// Design-mechanism rules that broke (diagnostics), first of each.
+    pub diagnostics: Vec<Violation>,
     /// A panic inside the run (a broken internal assertion), if any.
     pub crash: Option<String>,
     /// Compared with `[expect]`.
@@ -120,6 +122,9 @@ impl ScenarioOutcome {
         s.push_str("\n-- outcome\n");
         if let Some(v) = &self.violation {
             s.push_str(&format!("violation: {v}\n"));
+        }
+        for d in &self.diagnostics {
+            s.push_str(&format!("mechanism: {d}\n"));
         }
         if let Some(c) = &self.crash {
             s.push_str(&format!("crash: {c}\n"));
@@ -174,11 +179,13 @@ pub fn run_scenario(sc: &Scenario, opts: &RunOptions) -> ScenarioOutcome {
     let res = run_seed(sc.seed, move || async move {
         execute(sc2, design, verbose, tap).await
     });
-    let (steps, violation, report, crash) = match res {
-        Ok((steps, violation, report)) => (steps, violation, Some(report), None),
-        Err(message) => (Vec::new(), None, None, Some(message)),
+    let (steps, violation, diagnostics, report, crash) = match res {
+        Ok((steps, violation, diagnostics, report)) => {
+            (steps, violation, diagnostics, Some(report), None)
+        }
+        Err(message) => (Vec::new(), None, Vec::new(), None, Some(message)),
     };
-    let verdict = judge(sc, &steps, violation.as_ref(), crash.as_deref());
+    let verdict = judge(sc, &steps, violation.as_ref(), &diagnostics, crash.as_deref());
     ScenarioOutcome {
         name: sc.name.clone(),
         file: sc.file.clone(),
@@ -186,6 +193,7 @@ pub fn run_scenario(sc: &Scenario, opts: &RunOptions) -> ScenarioOutcome {
         seed: sc.seed,
         steps,
         violation,
+        diagnostics,
         crash,
         verdict,
         report,
@@ -196,11 +204,23 @@ fn judge(
     sc: &Scenario,
     steps: &[StepRecord],
     violation: Option<&Violation>,
+    diagnostics: &[Violation],
     crash: Option<&str>,
 ) -> ScenarioVerdict {
     let fail = |reason: String| ScenarioVerdict::Fail { reason };
     if let Some(c) = crash {
         return fail(format!("the run crashed: {c}"));
+    }
+    if let Some(want) = sc
+        .expect
+        .mechanism
+        .iter()
+        .find(|m| !diagnostics.iter().any(|d| d.invariant == **m))
+    {
+        let broke: Vec<&str> = diagnostics.iter().map(|d| d.invariant.as_str()).collect();
+        return fail(format!(
+            "expected the mechanism rule {want} to break; broke: {broke:?}"
+        ));
     }
     let failed = steps.iter().find_map(|s| {
         s.result
@@ -230,7 +250,7 @@ async fn execute(
     design: mirror_core::mirror::Design,
     verbose: bool,
     tap: Option<crate::report::Tap>,
-) -> (Vec<StepRecord>, Option<Violation>, RunReport) {
+) -> (Vec<StepRecord>, Option<Violation>, Vec<Violation>, RunReport) {
     let w = KafkaWorld::start_traced(spec_of(&sc, &design), verbose);
     if let Some(t) = &tap {
         t.attach(&w);
@@ -285,12 +305,16 @@ async fn execute(
     if let Some(v) = &violation {
         w.world.note("scenario", "", &format!("violation {v}"));
     }
+    let diagnostics = w.diagnostics();
+    for d in &diagnostics {
+        w.world.note("scenario", "", &format!("mechanism {d}"));
+    }
     if let Some(t) = &tap {
         t.finish(&w);
     }
     let report = w.world.report(sc.seed);
     w.world.shutdown();
-    (records, violation, report)
+    (records, violation, diagnostics, report)
 }
 
 fn kind_name(k: &StepKind) -> &'static str {

@@ -7,9 +7,16 @@
 //! PRNG. One `Produce` request carries one batch.
 //!
 //! Behaviour choices (Kafka ≥ 3.x semantics unless noted):
-//! - **max.in.flight = 1 per partition** (Kafka allows 5): ordering and sequence bookkeeping
-//!   stay simple; retries resend the *same* batch with the *same* sequence, so the broker's
-//!   duplicate detection is exercised.
+//! - **max.in.flight.requests.per.connection** 1..=5 batches per partition (Kafka allows up to
+//!   5 with idempotence): batches are sent in sequence order and pipelined; each is
+//!   acknowledged as its answer arrives (Kafka completes each batch's future on its own
+//!   response). After a retriable failure the partition drains (no new send until nothing is
+//!   in flight), then resends every unacknowledged batch in sequence order with its *same*
+//!   sequence (go-back-N, as Kafka re-enqueues retries in sequence order), so the broker's
+//!   duplicate detection over its last five batches is exercised across leader changes. An
+//!   OUT_OF_ORDER_SEQUENCE_NUMBER for a batch behind an earlier unresolved one is that earlier
+//!   batch's gap and is retried (Kafka `TransactionManager.canRetry`); for the first
+//!   unresolved batch it means the broker lost the producer's state (KIP-360 below).
 //! - Retriable errors (`RetriableException` codes and request timeouts) retry after
 //!   `retry.backoff.ms`, refreshing metadata for leadership errors, until
 //!   `delivery.timeout.ms` (from batch creation) passes: then `ProduceFailed`.
@@ -96,6 +103,8 @@ pub struct ProducerConfig {
     pub transaction_timeout_ms: i64,
     /// `buffer.memory` in records: generation pauses while this many are unacknowledged.
     pub max_buffered_records: usize,
+    /// `max.in.flight.requests.per.connection`: batches in flight per partition (1..=5).
+    pub max_in_flight: usize,
 }
 
 impl ProducerConfig {
@@ -131,6 +140,7 @@ impl ProducerConfig {
             metadata_max_age_ms: 300_000,
             transaction_timeout_ms: 60_000,
             max_buffered_records: 10_000,
+            max_in_flight: 1,
         }
     }
 }
@@ -143,12 +153,16 @@ enum Tag {
     InitProducerId,
     AddPartitions(Vec<i32>),
     EndTxn,
-    Produce(i32),
+    /// A produce of batch `id` to partition `p`, send attempt `attempt` (a response to an
+    /// attempt the partition gave up on is ignored).
+    Produce(i32, u64, u64),
 }
 
 /// One batch in the accumulator.
 #[derive(Clone, Debug)]
 struct Batch {
+    /// Unique within the producer: names the batch in its request's tag.
+    id: u64,
     values: Vec<Bytes>,
     created: Instant,
     timestamp_ms: i64,
@@ -158,13 +172,43 @@ struct Batch {
     sent: bool,
     last_error: ErrorCode,
     retry_at: Instant,
+    /// A request carrying it is outstanding (or answered out of order and stashed).
+    in_flight: bool,
+    /// The outstanding request's attempt number.
+    attempt: u64,
+    /// An answer that arrived while an earlier batch of the partition was still unanswered:
+    /// held back and handled in sequence order, as responses on one Kafka connection arrive
+    /// in request order (TCP).
+    stashed: Option<Option<Response>>,
+    /// An attempt ended with no answer (a timeout, a dropped connection): the broker may have
+    /// written it. Kafka never resends such a batch under a new producer epoch (an
+    /// "unresolved sequence", KIP-360): it fails it instead, so no duplicate is created.
+    maybe_written: bool,
 }
 
+/// One partition's unacknowledged batches, in sequence order.
 #[derive(Clone, Debug, Default)]
 struct PartState {
     queue: VecDeque<Batch>,
-    in_flight: bool,
+    /// After a retriable failure: send nothing until no batch is in flight, then resend
+    /// from the first unacknowledged batch (go-back-N keeps sequences in order).
+    draining: bool,
     next_seq: i32,
+}
+
+impl PartState {
+    /// Batches with a request outstanding.
+    fn in_flight(&self) -> usize {
+        self.queue.iter().filter(|b| b.in_flight).count()
+    }
+
+    fn any_in_flight(&self) -> bool {
+        self.queue.iter().any(|b| b.in_flight)
+    }
+
+    fn position(&self, id: u64) -> Option<usize> {
+        self.queue.iter().position(|b| b.id == id)
+    }
 }
 
 /// Producer identity (idempotent / transactional).
@@ -224,6 +268,10 @@ pub struct Producer {
     closed: bool,
     /// When `step` last ran: timers at or before it have been acted on.
     last_step: Option<Instant>,
+    /// The next batch id.
+    next_batch_id: u64,
+    /// The next send attempt number.
+    next_attempt: u64,
 }
 
 impl Producer {
@@ -276,6 +324,8 @@ impl Producer {
             fatal: None,
             closed: false,
             last_step: None,
+            next_batch_id: 0,
+            next_attempt: 0,
             cfg,
         }
     }
@@ -388,7 +438,7 @@ impl Producer {
         let Identity::NeedInit { bump } = self.identity else {
             return;
         };
-        if self.parts.values().any(|p| p.in_flight) || now < self.txn_retry_at {
+        if self.parts.values().any(PartState::any_in_flight) || now < self.txn_retry_at {
             return; // Kafka bumps once in-flight batches drained
         }
         let (to, tid) = if let Some(tid) = self.cfg.transactional_id.clone() {
@@ -509,7 +559,10 @@ impl Producer {
         {
             to_add.insert(p);
         }
+        let id = self.next_batch_id;
+        self.next_batch_id += 1;
         let batch = Batch {
+            id,
             values,
             created,
             timestamp_ms: created.as_millis(),
@@ -517,6 +570,10 @@ impl Producer {
             sent: false,
             last_error: ErrorCode::None,
             retry_at: Instant::ZERO,
+            in_flight: false,
+            attempt: 0,
+            stashed: None,
+            maybe_written: false,
         };
         self.parts.entry(p).or_default().queue.push_back(batch);
         self.sticky = self.cfg.partitions[self.rng.below(self.cfg.partitions.len())];
@@ -537,7 +594,7 @@ impl Producer {
             && self
                 .parts
                 .values()
-                .all(|p| p.queue.is_empty() && !p.in_flight);
+                .all(|p| p.queue.is_empty());
         match &mut self.txn {
             TxnState::Idle => {}
             TxnState::Open {
@@ -620,22 +677,51 @@ impl Producer {
             if added.as_ref().is_some_and(|a| !a.contains(&p)) {
                 continue;
             }
-            let tp = self.tp(p);
-            let leader = self.meta.leader(&tp);
-            let state = self.parts.get_mut(&p).expect("partition state");
-            if state.in_flight {
+            self.send_partition(now, p, producer);
+        }
+    }
+
+    /// Sends the partition's next batches in sequence order, up to `max_in_flight`.
+    fn send_partition(&mut self, now: Instant, p: i32, producer: Option<(ProducerId, ProducerEpoch)>) {
+        let tp = self.tp(p);
+        let max_in_flight = self.cfg.max_in_flight.clamp(1, 5);
+        let state = self.parts.get_mut(&p).expect("partition state");
+        if state.draining {
+            if state.any_in_flight() {
+                return;
+            }
+            state.draining = false;
+        }
+        let mut in_flight = state.in_flight();
+        let mut i = 0;
+        while i < self.parts[&p].queue.len() && in_flight < max_in_flight {
+            let state = &self.parts[&p];
+            let batch = &state.queue[i];
+            if batch.in_flight {
+                i += 1;
                 continue;
             }
-            let Some(batch) = state.queue.front_mut() else {
-                continue;
-            };
+            // In sequence order: a batch waiting for its retry holds back every later one.
             if batch.retry_at > now {
+                break;
+            }
+            let Some((leader, _)) = self.meta.leader(&tp) else {
+                self.meta.request_update();
+                break;
+            };
+            // A batch that may be in the log under an earlier (id, epoch) is never stamped
+            // again: Kafka fails an unresolved sequence instead of writing it twice.
+            if let (Some((pid, epoch)), Some((sp, se, _))) = (producer, batch.stamp)
+                && (sp, se) != (pid, epoch)
+                && batch.maybe_written
+            {
+                self.fail_at(p, i, ErrorCode::RequestTimedOut, true);
                 continue;
             }
-            let Some((leader, _)) = leader else {
-                self.meta.request_update();
-                continue;
-            };
+            let attempt = self.next_attempt;
+            self.next_attempt += 1;
+            let state = self.parts.get_mut(&p).expect("partition state");
+            let batch = &mut state.queue[i];
             let builder = match producer {
                 None => BatchBuilder::new(),
                 Some((pid, epoch)) => {
@@ -665,16 +751,20 @@ impl Producer {
                 transactional_id: self.cfg.transactional_id.clone(),
                 acks: self.cfg.acks,
                 timeout_ms: self.cfg.request_timeout_ms,
-                partitions: vec![(tp, builder.build(&records))],
+                partitions: vec![(tp.clone(), builder.build(&records))],
             };
             batch.sent = true;
+            let id = batch.id;
             if self.cfg.acks == 0 {
                 // Kafka: acks=0 completes on send, with no offset: nothing to report.
-                state.queue.pop_front();
+                state.queue.remove(i);
                 self.wire.send_untracked(leader, req);
             } else {
-                state.in_flight = true;
-                self.wire.send(now, leader, req, Tag::Produce(p));
+                batch.in_flight = true;
+                batch.attempt = attempt;
+                in_flight += 1;
+                i += 1;
+                self.wire.send(now, leader, req, Tag::Produce(p, id, attempt));
             }
         }
     }
@@ -687,11 +777,8 @@ impl Producer {
         for p in parts {
             loop {
                 let state = &self.parts[&p];
-                if state.in_flight {
-                    break;
-                }
                 match state.queue.front() {
-                    Some(b) if now >= b.created.plus_millis(timeout) => {
+                    Some(b) if !b.in_flight && now >= b.created.plus_millis(timeout) => {
                         let err = if b.last_error.is_ok() {
                             ErrorCode::RequestTimedOut
                         } else {
@@ -707,15 +794,27 @@ impl Producer {
 
     /// Fails the head batch of `p`. `unknown_outcome`: it may have been written.
     fn fail_front(&mut self, p: i32, error: ErrorCode, unknown_outcome: bool) {
+        self.fail_at(p, 0, error, unknown_outcome);
+    }
+
+    /// Fails the batch at `pos` of `p`'s queue. `unknown_outcome`: it may have been written.
+    fn fail_at(&mut self, p: i32, pos: usize, error: ErrorCode, unknown_outcome: bool) {
         let tp = self.tp(p);
         let current = self.producer_id_and_epoch();
         let state = self.parts.get_mut(&p).expect("partition state");
-        let Some(batch) = state.queue.pop_front() else {
+        let Some(batch) = state.queue.remove(pos) else {
             return;
         };
+        // Later batches hold sequences after this one's: they are resent in order.
+        state.draining = true;
+        let last_stamped = batch.stamp.is_some_and(|(_, _, seq)| {
+            let n = i32::try_from(batch.values.len()).unwrap_or(i32::MAX);
+            seq.increment(n).0 == state.next_seq
+        });
         self.wire.emit(Event::ProduceFailed {
             client: self.cfg.client,
             tp,
+            values: batch.values.clone(),
             error,
         });
         let stamped_now = batch
@@ -724,11 +823,13 @@ impl Producer {
         if self.transactional() {
             self.abortable(error);
         } else if let Some((pid, epoch, seq)) = stamped_now {
-            if unknown_outcome {
-                // Unresolved sequence: Kafka bumps the epoch to start sequences over.
+            if unknown_outcome || !last_stamped {
+                // Unresolved sequence (or a hole before later batches' sequences): Kafka
+                // bumps the epoch to start sequences over.
                 self.request_bump(pid, epoch);
             } else if let Some(state) = self.parts.get_mut(&p) {
-                // The batch was certainly not written: give its sequences back.
+                // The batch was certainly not written and nothing came after it: give its
+                // sequences back.
                 state.next_seq = seq.0;
             }
         }
@@ -752,10 +853,11 @@ impl Producer {
         {
             *e = Some(error);
             // Kafka aborts undrained batches with the transaction.
-            if let Some((p, _, _)) = self.open.take() {
+            if let Some((p, values, _)) = self.open.take() {
                 self.wire.emit(Event::ProduceFailed {
                     client: self.cfg.client,
                     tp: self.tp(p),
+                    values,
                     error,
                 });
             }
@@ -763,12 +865,14 @@ impl Producer {
             for p in parts {
                 let tp = self.tp(p);
                 let state = self.parts.get_mut(&p).expect("partition state");
-                let keep = usize::from(state.in_flight);
-                while state.queue.len() > keep {
-                    state.queue.pop_back();
+                // In-flight batches finish; the queued ones fail with the transaction.
+                let failed: Vec<Batch> = state.queue.iter().filter(|b| !b.in_flight).cloned().collect();
+                state.queue.retain(|b| b.in_flight);
+                for b in failed {
                     self.wire.emit(Event::ProduceFailed {
                         client: self.cfg.client,
                         tp: tp.clone(),
+                        values: b.values,
                         error,
                     });
                 }
@@ -784,15 +888,15 @@ impl Producer {
         let parts: Vec<i32> = self.parts.keys().copied().collect();
         for p in parts {
             let tp = self.tp(p);
-            let n = self.parts[&p].queue.len();
-            for _ in 0..n {
+            let queue = std::mem::take(&mut self.parts.get_mut(&p).expect("partition").queue);
+            for b in queue {
                 self.wire.emit(Event::ProduceFailed {
                     client: self.cfg.client,
                     tp: tp.clone(),
+                    values: b.values,
                     error,
                 });
             }
-            self.parts.get_mut(&p).expect("partition").queue.clear();
         }
         let intended = match &self.txn {
             TxnState::Open { abort, error, .. } => Some(!*abort && error.is_none()),
@@ -838,7 +942,7 @@ impl Producer {
             Tag::InitProducerId => self.on_init_producer_id(now, resp),
             Tag::AddPartitions(parts) => self.on_add_partitions(now, &parts, resp),
             Tag::EndTxn => self.on_end_txn(now, resp),
-            Tag::Produce(p) => self.on_produce(now, p, resp),
+            Tag::Produce(p, id, attempt) => self.on_produce(now, p, id, attempt, resp),
         }
     }
 
@@ -956,17 +1060,69 @@ impl Producer {
         }
     }
 
-    fn on_produce(&mut self, now: Instant, p: i32, resp: Option<Response>) {
+    fn on_produce(&mut self, now: Instant, p: i32, id: u64, attempt: u64, resp: Option<Response>) {
         let Some(state) = self.parts.get_mut(&p) else {
             return;
         };
-        state.in_flight = false;
+        let Some(pos) = state.position(id) else {
+            return; // failed meanwhile (an aborted transaction's queue, a fatal error)
+        };
+        let batch = &state.queue[pos];
+        if !batch.in_flight || batch.attempt != attempt || batch.stashed.is_some() {
+            return; // an attempt the partition gave up on (its connection dropped)
+        }
+        if state.queue.iter().take(pos).any(|b| b.in_flight && b.stashed.is_none()) {
+            // An earlier batch is still unanswered: on one connection its response comes
+            // first. Hold this one back.
+            state.queue[pos].stashed = Some(resp);
+            return;
+        }
+        self.resolve(now, p, pos, resp);
+        self.release_stashed(now, p);
+    }
+
+    /// Handles the stashed answers that are next in sequence order.
+    fn release_stashed(&mut self, now: Instant, p: i32) {
+        loop {
+            let Some(state) = self.parts.get_mut(&p) else {
+                return;
+            };
+            let Some(pos) = state.queue.iter().position(|b| b.in_flight) else {
+                return;
+            };
+            let Some(resp) = state.queue[pos].stashed.take() else {
+                return;
+            };
+            self.resolve(now, p, pos, resp);
+        }
+    }
+
+    /// An attempt of the batch at `pos` of `p` ended with `resp` (`None`: no answer).
+    fn resolve(&mut self, now: Instant, p: i32, pos: usize, resp: Option<Response>) {
+        let Some(state) = self.parts.get_mut(&p) else {
+            return;
+        };
+        state.queue[pos].in_flight = false;
+        if resp.is_none() {
+            // No answer: Kafka drops the connection, and every later request on it fails
+            // too (their answers, even if they came, are gone with it). All of them may
+            // have been written; they are resent in order, and the broker's last-five
+            // batch window recognises the ones it has.
+            state.queue[pos].maybe_written = true;
+            for b in state.queue.iter_mut().skip(pos + 1).filter(|b| b.in_flight) {
+                b.in_flight = false;
+                b.stashed = None;
+                b.maybe_written = true;
+                b.last_error = ErrorCode::RequestTimedOut;
+                b.retry_at = now.plus_millis(self.cfg.retry_backoff_ms);
+            }
+        }
         let tp = self.tp(p);
         let answer: ProducePartitionResponse = match resp {
             Some(Response::Produce { partitions }) => {
                 match partitions.into_iter().find(|r| r.tp == tp) {
                     Some(r) => r,
-                    None => return self.retry_front(now, p, ErrorCode::UnknownServerError),
+                    None => return self.retry_at(now, p, pos, ErrorCode::UnknownServerError),
                 }
             }
             Some(Response::Error { error }) => ProducePartitionResponse {
@@ -975,14 +1131,33 @@ impl Producer {
                 base_offset: mirror_core::types::Offset(-1),
                 log_start_offset: mirror_core::types::Offset(-1),
             },
-            Some(_) => return self.retry_front(now, p, ErrorCode::UnknownServerError),
-            None => return self.retry_front(now, p, ErrorCode::RequestTimedOut),
+            Some(_) => return self.retry_at(now, p, pos, ErrorCode::UnknownServerError),
+            None => return self.retry_at(now, p, pos, ErrorCode::RequestTimedOut),
         };
         let transactional = self.transactional();
+        if matches!(
+            answer.error,
+            ErrorCode::OutOfOrderSequenceNumber
+                | ErrorCode::InvalidProducerEpoch
+                | ErrorCode::ProducerFenced
+                | ErrorCode::UnknownProducerId
+        ) && let Some((pid, epoch, seq)) = self.parts[&p].queue[pos].stamp
+        {
+            // For the checkers (`failover_producer_not_fenced`): the broker refused this
+            // producer's sequence or epoch.
+            self.wire.emit(Event::ProducerStateRefused {
+                client: self.cfg.client,
+                tp: tp.clone(),
+                producer_id: pid,
+                producer_epoch: epoch,
+                sequence: seq,
+                error: answer.error,
+            });
+        }
         match answer.error {
             ErrorCode::None => {
                 let state = self.parts.get_mut(&p).expect("partition state");
-                let Some(batch) = state.queue.pop_front() else {
+                let Some(batch) = state.queue.remove(pos) else {
                     return;
                 };
                 let producer_id = batch.stamp.map_or(ProducerId::NONE, |s| s.0);
@@ -999,24 +1174,27 @@ impl Producer {
             e @ (ErrorCode::ProducerFenced | ErrorCode::TransactionCoordinatorFenced) => {
                 self.fatal(e);
             }
+            // Behind an earlier unacknowledged batch, the sequence gap is that batch's: retry
+            // in order (Kafka `TransactionManager.canRetry`).
+            ErrorCode::OutOfOrderSequenceNumber if pos > 0 && self.identity != Identity::Plain => {
+                self.retry_at(now, p, pos, ErrorCode::OutOfOrderSequenceNumber);
+            }
             e @ (ErrorCode::UnknownProducerId | ErrorCode::OutOfOrderSequenceNumber)
                 if !transactional && self.identity != Identity::Plain =>
             {
-                if let Some(b) = self.parts[&p].queue.front()
-                    && let Some((pid, epoch, _)) = b.stamp
-                {
+                if let Some((pid, epoch, _)) = self.parts[&p].queue[pos].stamp {
                     self.request_bump(pid, epoch);
                 }
-                self.retry_front(now, p, e);
+                self.retry_at(now, p, pos, e);
             }
-            e if is_retriable(e) => self.retry_front(now, p, e),
-            e => self.fail_front(p, e, false),
+            e if is_retriable(e) => self.retry_at(now, p, pos, e),
+            e => self.fail_at(p, pos, e, false),
         }
     }
 
-    /// Schedules a retry of the head batch of `p` (same sequence), or fails it when its
-    /// delivery timeout passed.
-    fn retry_front(&mut self, now: Instant, p: i32, error: ErrorCode) {
+    /// Schedules a retry of the batch at `pos` of `p` (same sequence; the partition drains
+    /// and resends in order), or fails it when its delivery timeout passed.
+    fn retry_at(&mut self, now: Instant, p: i32, pos: usize, error: ErrorCode) {
         if invalidates_metadata(error) {
             self.meta.request_update();
         }
@@ -1025,15 +1203,17 @@ impl Producer {
         let Some(state) = self.parts.get_mut(&p) else {
             return;
         };
-        let Some(batch) = state.queue.front_mut() else {
+        let Some(batch) = state.queue.get_mut(pos) else {
             return;
         };
         batch.last_error = error;
+        let created = batch.created;
         let aborting = matches!(self.txn, TxnState::Open { error: Some(_), .. });
-        if aborting || now >= batch.created.plus_millis(timeout) {
-            self.fail_front(p, error, true);
+        if aborting || now >= created.plus_millis(timeout) {
+            self.fail_at(p, pos, error, true);
         } else {
             batch.retry_at = now.plus_millis(backoff);
+            state.draining = true;
         }
     }
 
@@ -1050,9 +1230,11 @@ impl Producer {
         if self.may_generate() {
             t.push(self.next_gen_at.unwrap_or(Instant::ZERO));
         }
-        for s in self.parts.values().filter(|s| !s.in_flight) {
-            if let Some(b) = s.queue.front() {
+        for s in self.parts.values() {
+            if let Some(b) = s.queue.iter().find(|b| !b.in_flight) {
                 t.push(b.retry_at);
+            }
+            if let Some(b) = s.queue.front().filter(|b| !b.in_flight) {
                 t.push(b.created.plus_millis(self.cfg.delivery_timeout_ms));
             }
         }

@@ -524,6 +524,17 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
         Event::ProduceFailed { tp, error, .. } => {
             compact(tp.to_string(), format!("produce failed {error}"))
         }
+        Event::ProducerStateRefused {
+            tp,
+            producer_id,
+            producer_epoch,
+            sequence,
+            error,
+            ..
+        } => compact(
+            tp.to_string(),
+            format!("produce refused {error} pid={producer_id} pe={producer_epoch} seq={sequence}"),
+        ),
         Event::TxnEnded {
             producer_id,
             commit,
