@@ -606,3 +606,37 @@ fn batches_from_starts_at_the_batch_containing_the_offset() {
     assert_eq!(bases(8), vec![5]);
     assert_eq!(bases(9), Vec::<i64>::new());
 }
+
+#[test]
+fn a_truncation_at_the_log_start_forgets_producers_of_deleted_batches() {
+    // Kafka `ProducerStateManager.truncateAndReload`: snapshots at or below the log start are
+    // deleted, so a cut at the log start reloads an empty state there (mirror chaos seed
+    // 6834: a mirrored transaction whose data DeleteRecords removed stayed open after the
+    // stop's LSO cut took its COMMIT).
+    let mut l = log();
+    lead(&mut l, &txn(7, 0, 0, 10), 0); // 0-9, open
+    l.append_as_leader(
+        &marker(7, 0, true),
+        LeaderEpoch(0),
+        AppendOrigin::Coordinator,
+    )
+    .unwrap(); // 10: COMMIT
+    l.maybe_increment_high_watermark(Offset(10)).unwrap();
+    l.maybe_increment_log_start_offset(Offset(10)).unwrap();
+    assert_eq!(
+        l.producer_state().first_unstable_offset(),
+        Some(Offset(0)),
+        "the COMMIT at 10 is not replicated yet: the transaction is unstable"
+    );
+    assert!(l.truncate_to(Offset(10)).unwrap());
+    assert_eq!(l.producer_state().first_unstable_offset(), None);
+    assert_eq!(l.last_stable_offset(), l.high_watermark());
+    // A cut above the log start keeps what a segment snapshot would hold.
+    let mut k = log();
+    lead(&mut k, &txn(7, 0, 0, 4), 0); // 0-3, open
+    lead(&mut k, &plain(4), 0); // 4-7
+    k.maybe_increment_high_watermark(Offset(8)).unwrap();
+    k.maybe_increment_log_start_offset(Offset(4)).unwrap();
+    assert!(k.truncate_to(Offset(6)).unwrap());
+    assert_eq!(k.producer_state().first_unstable_offset(), Some(Offset(0)));
+}

@@ -72,7 +72,9 @@ struct Harness {
     log: PartitionLog,
     epoch: i32,
     clients: BTreeMap<u8, Client>,
-    /// Set by the last TruncateTo when Kafka's rule made it a full truncation.
+    /// Set by the last TruncateTo when Kafka's rule made it a full truncation, or when it cut
+    /// at or below the log start (`truncateAndReload` deletes the snapshots there: the
+    /// producers of deleted batches are forgotten).
     fully_truncated: bool,
 }
 
@@ -167,8 +169,7 @@ impl Harness {
                 // Kafka's rule: a target below the first retained batch truncates fully.
                 let first = self.log.batches().next().map(RecordBatch::base_offset);
                 let full = t < self.log.log_end_offset()
-                    && (first.is_some_and(|f| f > t)
-                        || (first.is_none() && t < self.log.log_start_offset()));
+                    && (first.is_some_and(|f| f > t) || t <= self.log.log_start_offset());
                 self.log.truncate_to(t).unwrap();
                 self.resync_clients();
                 self.fully_truncated = full;

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use mirror_sim::check::{CheckKind, kind_of};
 use mirror_sim::chaos::{ChaosOptions, Verdict, run_chaos_seed};
+use mirror_sim::check::{CheckKind, kind_of};
 
 /// Seeds tried per ablation at most. The workload reaches every rule well inside it (the
 /// slowest, the LME truncation, needs a source leader change between stop and failback).
@@ -21,18 +21,29 @@ const MAX_SEEDS: u64 = 150;
 const RULES: [(&str, &[&str]); 5] = [
     (
         "seed-no-lme-truncation",
-        &["failback_converges", "one_history_per_offset", "log_matching"],
+        &[
+            "failback_converges",
+            "one_history_per_offset",
+            "log_matching",
+        ],
     ),
     (
         "seed-no-epoch-bump",
-        &["one_history_per_offset", "failback_converges", "log_matching"],
+        &[
+            "one_history_per_offset",
+            "failback_converges",
+            "log_matching",
+        ],
     ),
     (
         "seed-no-pid-reset",
         &["failover_producer_not_fenced", "no_lost_acked_write"],
     ),
     ("seed-no-lso-truncation", &["lso_reaches_hw"]),
-    ("seed-no-read-only", &["mirror_not_ahead_of_source", "mirror_prefix"]),
+    (
+        "seed-no-read-only",
+        &["mirror_not_ahead_of_source", "mirror_prefix"],
+    ),
 ];
 
 fn violated(v: &Verdict) -> Option<&str> {
@@ -63,7 +74,11 @@ fn first_find(
         if !outcomes.contains(&broke.as_str()) {
             return None;
         }
-        assert_eq!(kind_of(&broke), CheckKind::Outcome, "{broke} decides a verdict");
+        assert_eq!(
+            kind_of(&broke),
+            CheckKind::Outcome,
+            "{broke} decides a verdict"
+        );
         let base = control
             .entry(seed)
             .or_insert_with(|| run_chaos_seed(seed, &opts("seed")).verdict);

@@ -305,3 +305,71 @@ fn a_zombie_hw_cut_after_an_unclean_election_is_not_a_violation() {
         out.verdict
     );
 }
+
+#[test]
+fn a_failback_cut_of_the_leaders_own_log_fails_the_produces_parked_past_it() {
+    // Mirror chaos seed 1676 (shrunk): src-1 leads t0-0 (RF 2, min ISR 2) with acks=all
+    // produces for 110..149 parked above HW 110 when the failback's first mirror fetch
+    // diverges in epoch 0 and src-1 cuts its own log 150 -> 70. The copied history then
+    // refills 70.. and the HW passes 150: before, the parked produces completed NONE at
+    // base offsets 110..140, acknowledging the new primary's records as the client's
+    // (no_lost_acked_write). A leader that cuts its log fails what was parked past the cut.
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-1676-failback-cut-fails-parked-produces.json"
+    ));
+    assert!(
+        matches!(out.verdict, mirror_sim::chaos::Verdict::Pass),
+        "{:?}",
+        out.verdict
+    );
+    let lines = out.report.map(|r| r.lines).unwrap_or_default();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("truncate leo 150→70") && l.contains("cause=Mirror")),
+        "the case needs the leader's own cut below parked produces"
+    );
+}
+
+#[test]
+fn a_stop_that_timed_out_on_a_paused_broker_may_land_after_a_resume() {
+    // Mirror chaos seed 1630 (shrunk): the mirror is paused, then dst-1 (where the admin
+    // client sends first) is frozen. The stop times out on dst-1, its retry on dst-2 is
+    // refused (MIRROR_TOPIC_ALREADY_PAUSED), the pause's own resume is accepted, and when
+    // dst-1 wakes it forwards the original stop, which the controller now commits: the
+    // partition ends STOPPED. A timed-out request may still be applied (its outcome is
+    // unknown), so convergence accepts STOPPED after a stop whose client gave up; before,
+    // the run was reported stuck (mirror_progress: STOPPED, want MIRRORING).
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-1630-timed-out-stop-lands-late.json"
+    ));
+    assert!(
+        matches!(out.verdict, mirror_sim::chaos::Verdict::Pass),
+        "{:?}",
+        out.verdict
+    );
+    let lines = out.report.map(|r| r.lines).unwrap_or_default();
+    assert!(
+        lines.iter().any(|l| l.contains("MIRRORING→STOPPING")),
+        "the case needs the late stop to land"
+    );
+}
+
+#[test]
+fn a_coordinator_write_the_hw_never_reaches_times_out_and_the_client_retries() {
+    // Mirror chaos seed 9149 (shrunk): a failover client's EndTxn makes the coordinator on
+    // dst-3 append its PrepareAbort to `__transaction_state`, whose HW a silent follower
+    // still counted as caught up holds back; nothing writes there again, so the HW is never
+    // recomputed. Kafka's coordinator append waits at most `request.timeout.ms` and answers
+    // COORDINATOR_NOT_AVAILABLE; the client's retry appends again, the HW moves and the
+    // markers go out. Before, the write waited for ever, EndTxn was answered
+    // CONCURRENT_TRANSACTIONS for good and the transaction hung (lso_reaches_hw).
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-9149-coordinator-write-times-out.json"
+    ));
+    assert!(
+        matches!(out.verdict, mirror_sim::chaos::Verdict::Pass),
+        "{:?}",
+        out.verdict
+    );
+}

@@ -183,14 +183,20 @@ fn no_lso_truncation_is_caught_by_no_hanging_txn_after_stop() {
     // The mechanism rule explains it; the outcome (the transaction hangs for good on the
     // new primary) decides the verdict.
     let (v, d, _) = run_seed(31, || stop_then_write("seed-no-lso-truncation")).unwrap();
-    assert!(diagnosed(&d, "no_hanging_txn_after_stop").is_some(), "{d:?}");
+    assert!(
+        diagnosed(&d, "no_hanging_txn_after_stop").is_some(),
+        "{d:?}"
+    );
     assert_eq!(invariant(v.as_ref()), Some("lso_reaches_hw"), "{v:?}");
 }
 
 #[test]
 fn no_epoch_bump_is_caught_by_epoch_above_lme_after_stop() {
     let (_, d, _) = run_seed(31, || stop_then_write("seed-no-epoch-bump")).unwrap();
-    assert!(diagnosed(&d, "epoch_above_lme_after_stop").is_some(), "{d:?}");
+    assert!(
+        diagnosed(&d, "epoch_above_lme_after_stop").is_some(),
+        "{d:?}"
+    );
 }
 
 async fn write_while_mirroring(design: &str) -> (Option<Violation>, Vec<Violation>, ErrorCode) {

@@ -4,7 +4,7 @@
 //! acks=all, answers clients once the HW passes them, sends transaction markers, and hands out
 //! producer ids from blocks allocated by the controller.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::broker::{Broker, Pending};
 use super::timers::TimerId;
@@ -38,11 +38,15 @@ pub(super) enum CoordWrite {
     Txn {
         partition: i32,
         epoch: LeaderEpoch,
+        /// When the append gives up waiting for the HW (`request.timeout.ms`).
+        expires_ms: i64,
         transactional_id: String,
     },
     Group {
         partition: i32,
         epoch: LeaderEpoch,
+        /// When the append gives up waiting for the HW (`request.timeout.ms`).
+        expires_ms: i64,
         records: Vec<CoordinatorRecord>,
         client: Option<(NodeId, CorrelationId)>,
         reply: GroupReply,
@@ -396,6 +400,7 @@ impl Broker {
                     CoordWrite::Txn {
                         partition,
                         epoch,
+                        expires_ms: self.now.as_millis() + self.config.request_timeout_ms,
                         transactional_id: append.transactional_id,
                     },
                 );
@@ -571,6 +576,7 @@ impl Broker {
                     CoordWrite::Group {
                         partition,
                         epoch,
+                        expires_ms: self.now.as_millis() + self.config.request_timeout_ms,
                         records,
                         client,
                         reply,
@@ -606,17 +612,33 @@ impl Broker {
             .filter(|(t, _, _)| t == tp)
             .cloned()
             .collect();
+        let now_ms = self.now.as_millis();
         for key in keys {
-            let w_epoch = match &self.coord.writes[&key] {
-                CoordWrite::Txn { epoch, .. } | CoordWrite::Group { epoch, .. } => *epoch,
+            let (w_epoch, expires_ms) = match &self.coord.writes[&key] {
+                CoordWrite::Txn {
+                    epoch, expires_ms, ..
+                }
+                | CoordWrite::Group {
+                    epoch, expires_ms, ..
+                } => (*epoch, *expires_ms),
             };
             let lost = !leader || w_epoch != epoch;
-            if !lost && hw < key.1 {
+            let timed_out = now_ms >= expires_ms;
+            if !lost && !timed_out && hw < key.1 {
                 continue;
             }
             let w = self.coord.writes.remove(&key).expect("listed");
+            // Kafka: the coordinator's append waits at most `request.timeout.ms` for the HW;
+            // REQUEST_TIMED_OUT maps to COORDINATOR_NOT_AVAILABLE
+            // (`TransactionStateManager.appendTransactionToLog`, `GroupMetadataManager`), the
+            // pending state is reset and the client retries. Waiting for ever left EndTxn
+            // answered CONCURRENT_TRANSACTIONS for good while a silent follower, still
+            // counted as caught up, held the HW back with no further write to recompute it
+            // (mirror chaos seed 9149).
             let error = if lost {
                 ErrorCode::NotCoordinator
+            } else if hw < key.1 {
+                ErrorCode::CoordinatorNotAvailable
             } else {
                 ErrorCode::None
             };
@@ -735,8 +757,18 @@ impl Broker {
         }
     }
 
-    /// Periodic coordinator work: abort timed-out transactions, expire group members.
+    /// Periodic coordinator work: give up writes that waited too long, abort timed-out
+    /// transactions, expire group members.
     pub(super) fn on_coordinator_tick(&mut self) {
+        let waiting: BTreeSet<TopicPartition> = self
+            .coord
+            .writes
+            .keys()
+            .map(|(tp, _, _)| tp.clone())
+            .collect();
+        for tp in waiting {
+            self.complete_coordinator_writes(&tp);
+        }
         let now_ms = self.now.as_millis();
         let parts: Vec<i32> = self.coord.txn.keys().copied().collect();
         for p in parts {

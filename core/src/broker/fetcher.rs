@@ -197,7 +197,11 @@ impl Broker {
         // Only KIP-1279 truncates a leader's log (LME alignment, mirror divergence, LSO cut
         // at stop).
         p.on_leader_log_truncated();
+        let leads = p.is_leader();
         self.io(io);
+        if leads && changed {
+            self.fail_produces_cut_by_truncation(tp, to);
+        }
         if changed {
             // Kafka `LogManager.truncateTo` checkpoints the lowered recovery point at once.
             self.write_recovery_point_checkpoint();
@@ -251,6 +255,7 @@ impl Broker {
             l.leader_epoch_start_offset = start;
         }
         p.on_leader_log_truncated();
+        let leads = p.is_leader();
         let mut io = Vec::new();
         p.files.truncate_fully(start, &mut io);
         p.files.write_epoch_checkpoint(&[], &mut io);
@@ -259,6 +264,10 @@ impl Broker {
             &mut io,
         );
         self.io(io);
+        if leads {
+            // Every record it held is gone, whatever offset the new log starts at.
+            self.fail_produces_cut_by_truncation(tp, Offset(-1));
+        }
         // Kafka `LogManager.truncateFullyAndStartAt` checkpoints recovery points at once.
         self.write_recovery_point_checkpoint();
         self.emit(Event::TruncatedFully {
@@ -409,12 +418,21 @@ impl Broker {
             }
         }
         let hw_before = p.log.high_watermark();
-        let new_hw = p.log.maybe_update_high_watermark(resp.high_watermark);
-        let ls_target = resp.log_start_offset.min(p.log.high_watermark());
-        let ls_moved = p
-            .log
-            .maybe_increment_log_start_offset(ls_target)
-            .unwrap_or(false);
+        // Kafka `ReplicaFetcherThread.processPartitionData`: the append throws (e.g.
+        // `UnexpectedAppendOffsetException`) before `maybeUpdateHighWatermark` and the log
+        // start update, so a failed append takes neither the leader's HW nor its log start.
+        // Taking the HW anyway put it over records the leader does not hold (seed 486).
+        let (new_hw, ls_moved) = if failed {
+            (None, false)
+        } else {
+            let new_hw = p.log.maybe_update_high_watermark(resp.high_watermark);
+            let ls_target = resp.log_start_offset.min(p.log.high_watermark());
+            let ls_moved = p
+                .log
+                .maybe_increment_log_start_offset(ls_target)
+                .unwrap_or(false);
+            (new_hw, ls_moved)
+        };
         let state = p.fetching_from_log_end();
         self.io(io);
         self.emit_all(events);

@@ -643,6 +643,29 @@ impl Broker {
         }
     }
 
+    /// A leader cut its own log (only KIP-1279 does: LME alignment, a mirror divergence, the
+    /// LSO cut at stop): a produce parked for records at or past the new end can never be
+    /// acknowledged, since the offsets it waits for will hold other records. It fails with
+    /// NOT_LEADER_OR_FOLLOWER, as Kafka's `makeFollower` fails parked produces when a leader's
+    /// log is about to be truncated; the client's retry then meets the mirror's read-only
+    /// check. Waiting for the HW instead acknowledged the copied history's records as the
+    /// client's (mirror chaos seeds 1676, 4096, 4589).
+    pub(super) fn fail_produces_cut_by_truncation(&mut self, tp: &TopicPartition, leo: Offset) {
+        for key in self.purgatory.watching(tp) {
+            let Some(Delayed::Produce(op)) = self.purgatory.get_mut(key) else {
+                continue;
+            };
+            for w in op
+                .partitions
+                .iter_mut()
+                .filter(|w| &w.tp == tp && w.error.is_none() && w.required_offset > leo)
+            {
+                w.error = Some(ErrorCode::NotLeaderOrFollower);
+            }
+            self.try_complete_key(key, false);
+        }
+    }
+
     /// After becoming leader: the HW may advance, waiting operations re-check.
     pub(super) fn after_leader_change(&mut self, tp: &TopicPartition) {
         self.maybe_increment_hw(tp);

@@ -933,8 +933,11 @@ impl Broker {
                 done
             }
             StopStep::WriteAbortMarkers => {
-                self.write_abort_markers(tp);
-                true
+                let done = self.write_abort_markers(tp);
+                if !done {
+                    self.mirror_retry_later();
+                }
+                done
             }
             StopStep::RecordLastMirror => {
                 if matches!(wait, StopWait::Recording) {
@@ -1035,12 +1038,18 @@ impl Broker {
     }
 
     /// Latest design: ABORT markers for every open transaction (prototype
-    /// `abortOngoingTransactions`), one per producer, coordinator epoch -1.
-    fn write_abort_markers(&mut self, tp: &TopicPartition) {
+    /// `abortOngoingTransactions`), one per producer. Each carries the producer's epoch and
+    /// the coordinator epoch of its state entry (kip1279.md B §8.5: "take them from the PSM
+    /// entry"): Kafka's WriteTxnMarkers check refuses a marker whose coordinator epoch is
+    /// below the entry's, and a marker written with -1 to a producer whose transactions a
+    /// coordinator had already ended was refused while the stop went on to STOPPED with the
+    /// transaction still open. Returns false (the step is retried) if any append failed;
+    /// the markers already written ended their transactions, so a retry writes only the rest.
+    fn write_abort_markers(&mut self, tp: &TopicPartition) -> bool {
         let Some(p) = self.partitions.get(tp) else {
-            return;
+            return false;
         };
-        let open: Vec<(crate::types::ProducerId, crate::types::ProducerEpoch)> = p
+        let open: Vec<(crate::types::ProducerId, crate::types::ProducerEpoch, i32)> = p
             .log
             .producer_state()
             .ongoing_txns()
@@ -1049,14 +1058,21 @@ impl Broker {
                 p.log
                     .producer_state()
                     .last_entry(t.producer_id)
-                    .map(|e| (t.producer_id, e.producer_epoch))
+                    .map(|e| (t.producer_id, e.producer_epoch, e.coordinator_epoch))
             })
             .collect();
-        for (pid, epoch) in open {
+        let mut ok = true;
+        for (pid, epoch, coordinator_epoch) in open {
             let batch = BatchBuilder::transactional(pid, epoch, crate::types::Sequence::NONE)
-                .build_control(ControlRecord::abort(-1), self.now.as_millis());
-            let _ = self.append_leader(tp, &batch, AppendOrigin::Coordinator);
+                .build_control(
+                    ControlRecord::abort(coordinator_epoch),
+                    self.now.as_millis(),
+                );
+            ok &= self
+                .append_leader(tp, &batch, AppendOrigin::Coordinator)
+                .is_ok();
         }
+        ok
     }
 
     pub(super) fn on_bump_response(&mut self, tp: &TopicPartition) {

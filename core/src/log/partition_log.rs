@@ -515,6 +515,18 @@ impl PartitionLog {
         // longer has, which a mirror leader (no epoch of its own, B §8.2) answers with
         // OFFSET_OUT_OF_RANGE forever (issue M6 bug 1).
         self.epoch_cache.truncate_from_end(data_end);
+        // Kafka `ProducerStateManager.truncateAndReload` deletes every snapshot at or below the
+        // log start ("snapshot.offset <= logStartOffset"), then reloads from the newest one
+        // left. A cut at or below the log start leaves none in (logStart, target]: the state
+        // restarts empty at the log start, and the producers of batches below it (an open
+        // transaction whose data DeleteRecords removed) are forgotten. Keeping them left a
+        // mirrored transaction open after the stop's LSO cut had removed its marker (mirror
+        // chaos seed 6834). A cut above the log start may still find a segment's snapshot in
+        // Kafka; the model's base stands for it.
+        if target <= self.log_start_offset {
+            self.producer_state_base
+                .truncate_fully_and_start_at(self.log_start_offset.min(target));
+        }
         self.log_start_offset = self.log_start_offset.min(target);
         self.log_end_offset = target;
         if self.high_watermark >= self.log_end_offset {

@@ -121,10 +121,10 @@ const ABLATION_ALIASES: [(&str, &str); 1] = [("no-abort-markers", "no-lso-trunca
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum DesignParseError {
     /// The string is empty.
-    #[error("empty design name (expected one of early, seed, latest)")]
+    #[error("empty design name (valid designs: {names})", names = valid_names())]
     Empty,
     /// The first token is not a preset.
-    #[error("unknown design preset '{0}' (expected early, seed or latest)")]
+    #[error("unknown design '{0}' (valid designs: {names})", names = valid_names())]
     UnknownPreset(String),
     /// A token after the preset is not an ablation.
     #[error(
@@ -143,6 +143,11 @@ pub enum DesignParseError {
         /// The ablation token.
         ablation: String,
     },
+}
+
+/// Every named design, comma-separated (for errors).
+fn valid_names() -> String {
+    NAMED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
 }
 
 /// A preset plus ablations. Built by [`Design::parse`] or [`Design::new`], which refuse
@@ -165,7 +170,7 @@ const NAMED: [(&str, &str); 18] = [
     ),
     (
         "latest",
-        "late prototype: LOG_ALIGNMENT, EPOCH_FENCING, ULE_RECOVERY, FAILED retries, ABORT markers at stop",
+        "late prototype, stop side only: record the last mirror position, bump, ABORT markers (no LSO truncation), PID reset (B §8.5); PREPARING is named LOG_ALIGNMENT but aligns as seed does; EPOCH_FENCING, ULE_RECOVERY and FAILED retries are not modelled",
     ),
     (
         "early-no-isr-wait",

@@ -21,6 +21,15 @@ use crate::net::{Direction, NodeSet};
 pub(super) struct MirrorOps {
     /// A StopMirror was accepted.
     pub stopped: bool,
+    /// A StopMirror failed on the client (a timeout, or a retry refused by the state an
+    /// earlier attempt met): the outcome is unknown, since an attempt that timed out may
+    /// still be committed when its broker comes back (a timeout means "maybe", as in Kafka's
+    /// admin client), so STOPPED is one of the states the operator asked for.
+    pub stop_maybe: bool,
+    /// A PauseMirror needed more than one attempt (it took longer than one attempt's 5 s
+    /// timeout): the attempt that timed out may still be committed later, after the resume
+    /// (mirror chaos seed 6784), so PAUSED is one of the states the operator asked for.
+    pub pause_maybe: bool,
     /// A failback (reverse mirror) was started.
     pub failed_back: bool,
     /// A failback is under way (at most one per run).
@@ -56,6 +65,8 @@ pub(super) async fn apply(
                         o.stopped = true;
                     }
                     fail_over_clients(&w2, &plan, &ops).await;
+                } else if let Ok(mut o) = ops.lock() {
+                    o.stop_maybe = true;
                 }
             });
             return;
@@ -84,9 +95,17 @@ pub(super) async fn apply(
         ChaosFault::PauseMirror { for_ms } => {
             let w2 = w.clone();
             let d = *for_ms;
+            let ops = Arc::clone(ops);
             w.world.spawn(async move {
                 let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                if w2.pause_mirror_topics(dst, "m1", &refs, true).await.is_ok() {
+                let asked = madsim::time::Instant::now();
+                let paused = w2.pause_mirror_topics(dst, "m1", &refs, true).await;
+                if (!paused.is_ok() || asked.elapsed() >= Duration::from_millis(5_000))
+                    && let Ok(mut o) = ops.lock()
+                {
+                    o.pause_maybe = true;
+                }
+                if paused.is_ok() {
                     madsim::time::sleep(Duration::from_millis(d)).await;
                     let _ = w2.pause_mirror_topics(dst, "m1", &refs, false).await;
                 }
@@ -190,6 +209,22 @@ pub(super) async fn apply(
                 Direction::Both,
             );
             heal_later(w, id, *for_ms);
+        }
+        ChaosFault::IsolateLeaderFromController {
+            cluster,
+            topic,
+            partition,
+            for_ms,
+        } => {
+            let tp = TopicPartition::new(plan.topics[*topic].name.as_str(), *partition);
+            if let Some(leader) = w.leader(ClusterIdx(*cluster), &tp) {
+                let id = w.world.partition(
+                    NodeSet::node(broker(*cluster, leader.0)),
+                    NodeSet::node(NodeId::controller(ClusterIdx(*cluster))),
+                    Direction::Both,
+                );
+                heal_later(w, id, *for_ms);
+            }
         }
         ChaosFault::PacketLoss { permille, for_ms } => {
             w.world.packet_loss(f64::from(*permille) / 1000.0);

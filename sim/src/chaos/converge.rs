@@ -98,6 +98,22 @@ fn mirror_stuck(w: &KafkaWorld, plan: &ChaosPlan, ops: &MirrorOps) -> Option<Stu
                 (dst, S::Mirroring, true)
             };
             let state = w.mirror_state(cluster, &tp);
+            // A stop whose client gave up may have been committed later (mirror chaos seed
+            // 1630: the stops timed out on a paused broker, their retries were refused while
+            // the mirror was paused, a resume was accepted, then the paused broker woke and
+            // forwarded the original stops): STOPPED is then what the operator asked for.
+            if !ops.stopped && ops.stop_maybe && cluster == dst && state == Some(S::Stopped) {
+                continue;
+            }
+            // Likewise a pause whose first attempt timed out may land after the resume.
+            if !ops.stopped
+                && !ops.failed_back
+                && ops.pause_maybe
+                && cluster == dst
+                && state == Some(S::Paused)
+            {
+                continue;
+            }
             if state != Some(want) {
                 let shown = state.map_or_else(|| "NONE".to_string(), |s| s.to_string());
                 return Some(Stuck {
@@ -200,10 +216,12 @@ fn cluster_stuck(
                     b.partition(&tp).map(|p| p.log.last_stable_offset())
                 })
                 .flatten();
-            // A marker that one of Kafka's own declared losses cut leaves its transaction
-            // open for good: Kafka's known consequence of that loss (KIP-664 finds such
-            // hanging transactions), not a hang the producers or the mirror caused.
-            if let Some(lso) = lso.filter(|l| *l < hw && !w.kafka_loss_above(c0, &tp, *l)) {
+            // A transaction one of Kafka's own declared losses left open hangs for good:
+            // Kafka's known consequence of that loss, not one the producers or the mirror
+            // caused (`KafkaWorld::kafka_loss_explains_hang`).
+            if let Some(lso) =
+                lso.filter(|l| *l < hw && !w.kafka_loss_explains_hang(c0, leader, &tp))
+            {
                 return at(
                     Some(leader),
                     LSO_BELOW_HW,

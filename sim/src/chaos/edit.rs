@@ -87,6 +87,9 @@ fn fault_topic(f: &mut ChaosFault) -> Option<(&mut usize, &mut i32)> {
         | ChaosFault::CrashLeader {
             topic, partition, ..
         }
+        | ChaosFault::IsolateLeaderFromController {
+            topic, partition, ..
+        }
         | ChaosFault::RotBatch {
             topic, partition, ..
         }

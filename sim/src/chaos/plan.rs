@@ -65,6 +65,20 @@ pub enum ChaosFault {
         /// How long.
         for_ms: u64,
     },
+    /// Cut the current leader of a partition from its controller only, for a while: the
+    /// controller elects another leader while the old one, still reachable by everyone else,
+    /// keeps acting in its old epoch (a zombie). On a mirror partition both drive the state
+    /// machine and race on its `__mirror_state` key (`no_lost_state_update`).
+    IsolateLeaderFromController {
+        /// Cluster index.
+        cluster: u16,
+        /// Topic index in the plan.
+        topic: usize,
+        /// Partition.
+        partition: i32,
+        /// How long.
+        for_ms: u64,
+    },
     /// Drop a fraction of all messages for a while.
     PacketLoss {
         /// Fraction in permille.

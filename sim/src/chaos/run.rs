@@ -310,9 +310,14 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
                     Some(s) if s.kind == converge::LSO_BELOW_HW => {
                         let node = s.broker.map_or_else(
                             || format!("c{}", s.cluster.0),
-                            |b| w.world.names().node(mirror_core::protocol::NodeId::broker(s.cluster, b)),
+                            |b| {
+                                w.world
+                                    .names()
+                                    .node(mirror_core::protocol::NodeId::broker(s.cluster, b))
+                            },
                         );
-                        let mut v = Violation::new("lso_reaches_hw", node, Some(&s.tp), None, s.detail);
+                        let mut v =
+                            Violation::new("lso_reaches_hw", node, Some(&s.tp), None, s.detail);
                         v.t_micros = w.world.now().0;
                         violated(v)
                     }

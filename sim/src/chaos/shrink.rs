@@ -418,6 +418,7 @@ pub fn fault_name(f: &ChaosFault) -> &'static str {
         ChaosFault::PauseMirror { .. } => "pause_mirror",
         ChaosFault::Failback => "failback",
         ChaosFault::CrashLeader { .. } => "crash_leader",
+        ChaosFault::IsolateLeaderFromController { .. } => "isolate_leader_from_controller",
         ChaosFault::ProbeWrite { .. } => "probe_write",
         ChaosFault::MoveSourceProducers => "move_source_producers",
         ChaosFault::DeleteRecords { .. } => "delete_records",

@@ -107,6 +107,21 @@ fn draw_failover(u: &mut Unstructured<'_>, plan: &mut ChaosPlan) -> ArbResult<()
             fault: ChaosFault::MoveSourceProducers,
         });
     }
+    if u.ratio(1, 4)? {
+        // A zombie mirror leader racing the stop: cut from its controller around the stop, it
+        // keeps driving the partition in its old epoch while the new leader does too, both
+        // writing the partition's `__mirror_state` record.
+        let (topic, partition) = pick_partition(u, plan)?;
+        plan.faults.push(FaultStep {
+            at_ms: u.int_in_range(stop_at.saturating_sub(500)..=stop_at + 500)?,
+            fault: ChaosFault::IsolateLeaderFromController {
+                cluster: 1,
+                topic,
+                partition,
+                for_ms: u.int_in_range(5_000..=15_000)?,
+            },
+        });
+    }
     if u.ratio(2, 3)? {
         let earliest = (stop_at + 5_000).max(last + 2_000);
         let latest = safety.saturating_sub(1_000).max(earliest);

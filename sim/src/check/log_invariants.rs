@@ -201,13 +201,13 @@ impl Checker {
                     ));
                 }
                 self.on_new_leader(ctx, node, tp, (*leader_epoch, isr), nodes, name)?;
-                self.check_replica(ctx, node, tp, nodes, name, true)
+                self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
             Event::BecameFollower {
                 tp, leader_epoch, ..
             } => {
                 self.check_epoch(node, tp, *leader_epoch, name)?;
-                self.check_replica(ctx, node, tp, nodes, name, false)
+                self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Shallow)
             }
             // Leader and follower appends, and batches a mirror fetched from its source.
             Event::Appended {
@@ -260,7 +260,7 @@ impl Checker {
                         self.ghost.lost_to_corruption.remove(&key);
                     }
                 }
-                self.check_replica(ctx, node, tp, nodes, name, false)
+                self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Shallow)
             }
             Event::Truncated {
                 tp,
@@ -281,7 +281,7 @@ impl Checker {
                 // A declared mirror truncation on a leader (failback alignment, LSO cut at
                 // stop, source divergence) may take its HW back within the same epoch.
                 self.leader_hw.remove(&(node, tp.clone()));
-                self.check_replica(ctx, node, tp, nodes, name, true)
+                self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
             Event::Truncated {
                 tp,
@@ -317,11 +317,11 @@ impl Checker {
                 if let Some(v) = self.verified.get_mut(&key) {
                     *v = (*v).min(*to);
                 }
-                self.check_replica(ctx, node, tp, nodes, name, true)
+                self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
             Event::TruncatedFully { tp, start, .. } => {
                 self.verified.insert((node, tp.clone()), *start);
-                self.check_replica(ctx, node, tp, nodes, name, true)
+                self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
             Event::CorruptBatchCut { tp, at, .. } => {
                 // Flushed data cut at a corrupt batch: a loss of this replica only, unless it
@@ -353,7 +353,7 @@ impl Checker {
                 self.last_epoch.remove(&(node, tp.clone()));
                 self.hw_epoch.remove(&(node, tp.clone()));
                 self.leader_hw.retain(|(n, t), _| !(*n == node && t == tp));
-                self.check_replica(ctx, node, tp, nodes, name, true)
+                self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
             Event::Registered { .. } => {
                 // A new incarnation: in-memory epochs restart from metadata.
@@ -367,10 +367,10 @@ impl Checker {
                 }
                 self.lossy_restart.remove(&(node, tp.clone()));
                 self.on_hw(node, tp, *high_watermark, nodes, name)?;
-                self.check_replica(ctx, node, tp, nodes, name, false)
+                self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::HwMoved)
             }
             Event::LogStartChanged { tp, .. } | Event::IsrChanged { tp, .. } => {
-                self.check_replica(ctx, node, tp, nodes, name, true)
+                self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
             Event::ProduceFailed {
                 client, tp, values, ..
@@ -712,14 +712,16 @@ impl Checker {
         tp: &TopicPartition,
         nodes: &NodeMap,
         name: &dyn Fn(NodeId) -> String,
-        deep: bool,
+        check: ReplicaCheck,
     ) -> Result<(), Violation> {
         let now_ms = ctx.t.as_millis();
+        let deep = check == ReplicaCheck::Deep;
+        let hw_moved = check == ReplicaCheck::HwMoved;
         let r = nodes.get(&node).and_then(|arc| {
             let guard = lock(arc);
             let b: &Broker = guard.as_broker()?;
             let p = b.partition(tp)?;
-            Some(replica_violation(p, deep, now_ms, |id| {
+            Some(replica_violation(p, deep, hw_moved, now_ms, |id| {
                 b.image().broker_epoch(id)
             }))
         });
@@ -794,9 +796,21 @@ fn first_difference(
     None
 }
 
+/// How much of a replica `Checker::check_replica` judges after an event.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum ReplicaCheck {
+    /// Bounds, cache and LSO.
+    Shallow,
+    /// Also producer state against replay (a structural event).
+    Deep,
+    /// Also the leader's HW against the followers it counted (the HW just moved).
+    HwMoved,
+}
+
 fn replica_violation(
     p: &Partition,
     deep: bool,
+    hw_moved: bool,
     now_ms: i64,
     known_broker_epoch: impl Fn(BrokerId) -> Option<i64>,
 ) -> Option<(&'static str, Option<Offset>, String)> {
@@ -814,7 +828,16 @@ fn replica_violation(
             format!("logStart={ls} lso={lso} hw={hw} leo={leo}"),
         ));
     }
-    if let Some(l) = p.leader_state() {
+    // The leader's HW bound is judged when the HW moves, against the ISR it moved over. Kafka
+    // lets a replica enter the ISR afterwards with a lower LEO (as the leader last saw it): a
+    // metadata update at the partition epoch the leader already holds resets a pending
+    // expansion to the committed ISR (`Partition.makeLeader` allows an equal epoch and
+    // `updateAssignmentAndIsr` sets `CommittedPartitionState`), the AlterPartition response
+    // is then ignored as stale, the HW advances over the smaller ISR, and the controller's
+    // commit of the expansion arrives next with the follower in it (mirror chaos seed 329:
+    // HW 6 over [1,2], then ISR [1,2,3] with follower 3 last seen at 4). A follower's missing
+    // committed data is judged where it matters, when it is elected (`leader_completeness`).
+    if let Some(l) = p.leader_state().filter(|_| hw_moved) {
         let side = LeaderSide {
             high_watermark: hw,
             log_start: ls,
@@ -1037,8 +1060,72 @@ pub fn truncation_below_hw_declared(
 
 #[cfg(test)]
 mod tests {
-    use super::{NewLeaderFacts, leader_loss_cause, truncation_below_hw_declared};
-    use mirror_core::types::{LeaderEpoch, Offset};
+    use super::{
+        NewLeaderFacts, leader_loss_cause, replica_violation, truncation_below_hw_declared,
+    };
+    use mirror_core::broker::partition::{Partition, Role};
+    use mirror_core::broker::storage::PartitionFiles;
+    use mirror_core::log::partition_log::{LogConfig, PartitionLog};
+    use mirror_core::log::producer_state::AppendOrigin;
+    use mirror_core::protocol::metadata::PartitionRegistration;
+    use mirror_core::record::{BatchBuilder, SimpleRecord};
+    use mirror_core::replication::isr::IsrState;
+    use mirror_core::types::{BrokerId, LeaderEpoch, Offset, TopicId, TopicPartition};
+
+    /// Broker 2 leads with ISR [1, 2] and HW 6 (follower 1 at 6); follower 3 was last seen
+    /// at 4. Then the ISR becomes [1, 2, 3] as in seed 329: the controller committing an
+    /// expansion the leader's equal-epoch metadata update had reset.
+    fn leader_with_a_late_isr_member() -> Partition {
+        let tp = TopicPartition::new("t", 0);
+        let mut io = Vec::new();
+        let files = PartitionFiles::create(&tp, TopicId(1), Offset(0), &mut io);
+        let mut p = Partition::new(
+            tp,
+            TopicId(1),
+            PartitionLog::new(LogConfig::default()),
+            files,
+        );
+        let reg = PartitionRegistration {
+            replicas: vec![BrokerId(1), BrokerId(2), BrokerId(3)],
+            isr: vec![BrokerId(1), BrokerId(2)],
+            leader: Some(BrokerId(2)),
+            leader_epoch: LeaderEpoch(0),
+            partition_epoch: 5,
+            leader_recovering: false,
+        };
+        assert!(p.make_leader(BrokerId(2), &reg, 0, true, &mut Vec::new()));
+        let recs: Vec<SimpleRecord> = (0..6)
+            .map(|i| SimpleRecord::value(0, format!("v{i}")))
+            .collect();
+        p.log
+            .append_as_leader(
+                &BatchBuilder::new().build(&recs),
+                LeaderEpoch(0),
+                AppendOrigin::Client,
+            )
+            .expect("append");
+        p.log.maybe_increment_high_watermark(Offset(6)).expect("hw");
+        let Role::Leader(l) = &mut p.role else {
+            panic!("leader")
+        };
+        for (b, leo) in [(1, 6), (3, 4)] {
+            let st = l.followers.get_mut(&BrokerId(b)).expect("follower");
+            st.log_end_offset = Offset(leo);
+            st.log_start_offset = Offset(0);
+        }
+        l.isr = IsrState::committed([BrokerId(1), BrokerId(2), BrokerId(3)]);
+        p
+    }
+
+    #[test]
+    fn the_leader_hw_bound_is_judged_when_the_hw_moves_not_when_a_replica_joins() {
+        let p = leader_with_a_late_isr_member();
+        // Allowed: broker 3 entered the ISR after the HW moved over [1, 2] (Kafka lets it).
+        assert_eq!(replica_violation(&p, false, false, 0, |_| None), None);
+        // Forbidden: the HW moving past an ISR member's LEO.
+        let v = replica_violation(&p, false, true, 0, |_| None).expect("violation");
+        assert_eq!(v.0, "offset_bounds");
+    }
 
     #[test]
     fn bit_rot_is_a_declared_loss_only_on_the_last_isr_member() {

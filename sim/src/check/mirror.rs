@@ -133,7 +133,11 @@ pub struct Rpo {
 pub fn rpo_of(source: &super::ghost::GhostPartition, mirrored_end: Offset) -> (i64, i64) {
     let mut records = 0;
     let mut span: Option<(i64, i64)> = None;
-    for b in source.committed.values().filter(|b| b.last_offset() >= mirrored_end) {
+    for b in source
+        .committed
+        .values()
+        .filter(|b| b.last_offset() >= mirrored_end)
+    {
         let first = b.base_offset().max(mirrored_end);
         records += b.last_offset().0 - first.0 + 1;
         let (lo, hi) = (b.header().base_timestamp, b.max_timestamp());
@@ -352,6 +356,36 @@ impl MirrorChecker {
                     None => Ok(()),
                 }
             }
+            Event::ProduceAcked {
+                tp,
+                base_offset,
+                values,
+                producer_id,
+                ..
+            } if producer_id.0 >= 0 && self.pid_barrier(&(cluster, tp.clone())).is_some() => {
+                let Some(leader) = leader_of(nodes, cluster, tp) else {
+                    return Ok(());
+                };
+                let dedup = with_partition(nodes, leader, tp, |p| {
+                    super::outcomes::deduplicated_against_another_write(
+                        &p.log,
+                        *producer_id,
+                        *base_offset,
+                        values,
+                    )
+                })
+                .flatten();
+                match dedup {
+                    Some(d) => Err(Violation::new(
+                        "failover_producer_not_fenced",
+                        name(node),
+                        Some(tp),
+                        Some(*base_offset),
+                        d,
+                    )),
+                    None => Ok(()),
+                }
+            }
             Event::MirrorOffsetsSynced { offsets, error, .. } if error.is_ok() => {
                 for (tp, offset) in offsets {
                     let Some(leader) = leader_of(nodes, cluster, tp) else {
@@ -488,9 +522,9 @@ impl MirrorChecker {
             .or(mkey.as_ref().map(store_partition_of));
         // Two committed records with one state epoch: two writers committed a transition from
         // the same state (the fencing of the store failed): a lost update, an outcome.
-        let seen = history.observe(state_epoch, record).map_err(|d| {
-            Violation::new("no_lost_state_update", name(node), Some(tp), None, d)
-        })?;
+        let seen = history
+            .observe(state_epoch, record)
+            .map_err(|d| Violation::new("no_lost_state_update", name(node), Some(tp), None, d))?;
         if seen == Observation::Repeat {
             return Ok(());
         }
@@ -940,7 +974,9 @@ pub fn history_split(
     };
     let (ja, jb) = (judged(a), judged(b));
     let covered = |m: &BTreeMap<Offset, RecordBatch>, o: Offset| {
-        m.range(..=o).next_back().is_some_and(|(_, x)| x.last_offset() >= o)
+        m.range(..=o)
+            .next_back()
+            .is_some_and(|(_, x)| x.last_offset() >= o)
     };
     ja.iter()
         .find(|(o, x)| jb.get(o) != Some(x) && (jb.contains_key(o) || covered(&jb, **o)))

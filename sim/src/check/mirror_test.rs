@@ -14,8 +14,7 @@ use super::ghost::Ghost;
 use super::mirror::{
     FailbackInput, epoch_violation, exposed_beyond_source, exposed_beyond_source_after_failback,
     failback_outcome, hanging_txn_violation, history_split, mirrored_batch_violation,
-    read_only_violation,
-    stale_producer, superseded_leader_epoch, transition_violation,
+    read_only_violation, stale_producer, superseded_leader_epoch, transition_violation,
 };
 
 const SRC: ClusterIdx = ClusterIdx(0);
@@ -427,10 +426,23 @@ fn one_history_per_offset_compares_the_records_below_both_hws() {
     old.push(batch(8, 4, 1, "x"));
     assert_eq!(history_split(&old, &new, Offset(0), Offset(8)), None);
     // Forbidden: the same offsets, other records, below both HWs.
-    assert_eq!(history_split(&old, &new, Offset(0), Offset(12)), Some(Offset(8)));
+    assert_eq!(
+        history_split(&old, &new, Offset(0), Offset(12)),
+        Some(Offset(8))
+    );
     // Forbidden: batch boundaries that differ (one history's batch straddles the other's).
-    let shifted = [batch(0, 4, 0, "a"), batch(4, 2, 0, "b"), batch(6, 2, 0, "b2")];
-    assert_eq!(history_split(&common, &shifted, Offset(0), Offset(8)), Some(Offset(4)));
+    let shifted = [
+        batch(0, 4, 0, "a"),
+        batch(4, 2, 0, "b"),
+        batch(6, 2, 0, "b2"),
+    ];
+    assert_eq!(
+        history_split(&common, &shifted, Offset(0), Offset(8)),
+        Some(Offset(4))
+    );
     // Allowed: a log start that moved past a batch on one side only.
-    assert_eq!(history_split(&common[1..], &common, Offset(4), Offset(8)), None);
+    assert_eq!(
+        history_split(&common[1..], &common, Offset(4), Offset(8)),
+        None
+    );
 }

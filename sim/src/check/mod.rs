@@ -236,7 +236,11 @@ pub const INVARIANTS: &[(&str, CheckKind, &str)] = &[
         Kafka,
         "a leader's HW never decreases in its tenure; the true HW never decreases without a declared loss",
     ),
-    ("monotonic_epoch", Kafka, "a replica's leader epoch never decreases"),
+    (
+        "monotonic_epoch",
+        Kafka,
+        "a replica's leader epoch never decreases",
+    ),
     (
         "single_leader",
         Kafka,

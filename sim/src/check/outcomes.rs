@@ -22,6 +22,9 @@ use super::Violation;
 use super::ghost::PartitionKey;
 use super::log_invariants::{NodeMap, leader_of, with_partition};
 
+/// A client: its cluster and number.
+type ClientKey = (ClusterIdx, u32);
+
 /// What the outcome checks remember of the clients.
 #[derive(Clone, Debug, Default)]
 pub struct ClientRecords {
@@ -29,9 +32,9 @@ pub struct ClientRecords {
     /// on), per partition.
     pub idempotent_values: BTreeMap<PartitionKey, BTreeSet<Bytes>>,
     /// Values given up on, by client, until the client is known to be idempotent.
-    failed: BTreeMap<(ClusterIdx, u32), Vec<(TopicPartition, Vec<Bytes>)>>,
+    failed: BTreeMap<ClientKey, Vec<(TopicPartition, Vec<Bytes>)>>,
     /// Clients seen writing with a producer id.
-    idempotent_clients: BTreeSet<(ClusterIdx, u32)>,
+    idempotent_clients: BTreeSet<ClientKey>,
 }
 
 impl ClientRecords {
@@ -58,7 +61,13 @@ impl ClientRecords {
     }
 
     /// A write the producer gave up on (it may still be in the log).
-    pub fn on_failed(&mut self, cluster: ClusterIdx, client: u32, tp: &TopicPartition, values: &[Bytes]) {
+    pub fn on_failed(
+        &mut self,
+        cluster: ClusterIdx,
+        client: u32,
+        tp: &TopicPartition,
+        values: &[Bytes],
+    ) {
         if self.idempotent_clients.contains(&(cluster, client)) {
             self.add(cluster, tp, values);
         } else {
@@ -107,11 +116,11 @@ pub fn duplicate_in(
                 break;
             }
             let Some(v) = r.value else { continue };
-            if let Some(v) = watched.get(&v) {
-                if let Some(first) = seen.insert(v, offset) {
-                    out = Some((v.clone(), first, offset));
-                    break;
-                }
+            if let Some(v) = watched.get(&v)
+                && let Some(first) = seen.insert(v, offset)
+            {
+                out = Some((v.clone(), first, offset));
+                break;
             }
         }
         if out.is_some() {
@@ -129,7 +138,11 @@ pub fn check_no_duplicates(
     name: &dyn Fn(NodeId) -> String,
 ) -> Result<(), Violation> {
     for n in nodes.keys() {
-        for ((_, tp), watched) in records.idempotent_values.iter().filter(|((c, _), _)| *c == n.cluster) {
+        for ((_, tp), watched) in records
+            .idempotent_values
+            .iter()
+            .filter(|((c, _), _)| *c == n.cluster)
+        {
             let dup = with_partition(nodes, *n, tp, |p| {
                 let below = if p.is_leader() {
                     p.log.log_end_offset()
@@ -205,9 +218,13 @@ pub fn check_lso_reaches_hw(
 #[must_use]
 pub fn synced_offset_violation(offset: Offset, log_start: Offset, leo: Offset) -> Option<String> {
     if offset < log_start {
-        Some(format!("synced offset {offset} is below the log start {log_start}"))
+        Some(format!(
+            "synced offset {offset} is below the log start {log_start}"
+        ))
     } else if offset > leo {
-        Some(format!("synced offset {offset} is above the LEO {leo}: consumers would skip records the destination has not mirrored yet"))
+        Some(format!(
+            "synced offset {offset} is above the LEO {leo}: consumers would skip records the destination has not mirrored yet"
+        ))
     } else {
         None
     }
@@ -230,6 +247,30 @@ pub fn refused_by_mirrored_state(
     })
 }
 
+/// `failover_producer_not_fenced`, the silent form: the broker acknowledged `values` from
+/// `pid` at `base`, where the log holds a batch of the same producer id with other records.
+/// The broker took the write for a retry of that batch (Kafka's duplicate check answers with
+/// the original batch's offsets and appends nothing): another producer had this id.
+#[must_use]
+pub fn deduplicated_against_another_write(
+    log: &PartitionLog,
+    pid: ProducerId,
+    base: Offset,
+    values: &[Bytes],
+) -> Option<String> {
+    let b = log.batch_containing(base)?;
+    if b.producer_id() != pid || b.base_offset() != base {
+        return None;
+    }
+    let held = b.records().into_iter().next()?.value;
+    let sent = values.first()?;
+    (held.as_ref() != Some(sent)).then(|| {
+        format!(
+            "producer id {pid}'s write was acknowledged at offset {base}, where the log holds another write of that producer id: the broker deduplicated a new producer against a mirrored producer id"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,8 +282,10 @@ mod tests {
     fn log_of(batches: &[(i64, &[&str])]) -> PartitionLog {
         let mut log = PartitionLog::new(LogConfig::default());
         for (pid, values) in batches {
-            let recs: Vec<SimpleRecord> =
-                values.iter().map(|v| SimpleRecord::value(0, v.to_string())).collect();
+            let recs: Vec<SimpleRecord> = values
+                .iter()
+                .map(|v| SimpleRecord::value(0, v.to_string()))
+                .collect();
             let builder = if *pid < 0 {
                 BatchBuilder::new()
             } else {
@@ -259,6 +302,32 @@ mod tests {
         log
     }
 
+    #[test]
+    fn a_write_acknowledged_at_another_writes_batch_of_its_producer_id_was_deduplicated() {
+        let log = log_of(&[(0, &["c5-0", "c5-1"]), (-1, &["plain"])]);
+        let sent =
+            |v: &[&str]| -> Vec<Bytes> { v.iter().map(|s| Bytes::from(s.to_string())).collect() };
+        // Allowed: a retry of the same batch is answered with its original offsets.
+        assert_eq!(
+            deduplicated_against_another_write(&log, ProducerId(0), Offset(0), &sent(&["c5-0"])),
+            None
+        );
+        // Allowed: another producer id, or an offset that is not that batch's base.
+        assert_eq!(
+            deduplicated_against_another_write(&log, ProducerId(1), Offset(0), &sent(&["c9-0"])),
+            None
+        );
+        assert_eq!(
+            deduplicated_against_another_write(&log, ProducerId(0), Offset(2), &sent(&["c9-0"])),
+            None
+        );
+        // Forbidden: a new producer with the same id gets the mirrored batch's offset.
+        assert!(
+            deduplicated_against_another_write(&log, ProducerId(0), Offset(0), &sent(&["c9-0"]))
+                .is_some()
+        );
+    }
+
     fn watched(v: &[&str]) -> BTreeSet<Bytes> {
         v.iter().map(|s| Bytes::from(s.to_string())).collect()
     }
@@ -267,7 +336,12 @@ mod tests {
     fn a_value_twice_is_a_duplicate_and_once_is_not() {
         // Allowed: each value of producer 7 once, and a plain producer's retry duplicate
         // (acks=1 without idempotence may duplicate: Kafka promises nothing there).
-        let ok = log_of(&[(7, &["c1-0", "c1-1"]), (-1, &["c2-0"]), (-1, &["c2-0"]), (7, &["c1-2"])]);
+        let ok = log_of(&[
+            (7, &["c1-0", "c1-1"]),
+            (-1, &["c2-0"]),
+            (-1, &["c2-0"]),
+            (7, &["c1-2"]),
+        ]);
         let w = watched(&["c1-0", "c1-1", "c1-2"]);
         assert_eq!(duplicate_in(&ok, &w, ok.log_end_offset()), None);
         // Forbidden: c1-1 written twice by the idempotent producer (under another producer id
@@ -283,8 +357,14 @@ mod tests {
 
     #[test]
     fn a_synced_offset_must_lie_in_the_destination_log() {
-        assert_eq!(synced_offset_violation(Offset(5), Offset(0), Offset(10)), None);
-        assert_eq!(synced_offset_violation(Offset(10), Offset(0), Offset(10)), None);
+        assert_eq!(
+            synced_offset_violation(Offset(5), Offset(0), Offset(10)),
+            None
+        );
+        assert_eq!(
+            synced_offset_violation(Offset(10), Offset(0), Offset(10)),
+            None
+        );
         assert!(synced_offset_violation(Offset(11), Offset(0), Offset(10)).is_some());
         assert!(synced_offset_violation(Offset(2), Offset(3), Offset(10)).is_some());
     }
@@ -295,9 +375,15 @@ mod tests {
         let log = log_of(&[(0, &["src-0"]), (0, &["src-1"])]);
         assert!(refused_by_mirrored_state(&log, ProducerId(0), Offset(2)).is_some());
         // The same entry above the barrier is the new producer's own history: Kafka's rules.
-        assert_eq!(refused_by_mirrored_state(&log, ProducerId(0), Offset(1)), None);
+        assert_eq!(
+            refused_by_mirrored_state(&log, ProducerId(0), Offset(1)),
+            None
+        );
         // No entry at all (the reset expired it): nothing to blame on the mirror.
-        assert_eq!(refused_by_mirrored_state(&log, ProducerId(9), Offset(2)), None);
+        assert_eq!(
+            refused_by_mirrored_state(&log, ProducerId(9), Offset(2)),
+            None
+        );
     }
 
     #[test]

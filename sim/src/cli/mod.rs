@@ -492,12 +492,20 @@ pub fn run(cli: Cli) -> i32 {
 fn list() {
     use crate::check::CheckKind;
     println!("Checks (after every event, or at the end of a run). A run's verdict comes from the");
-    println!("outcome checks and Kafka's own rules; a design-mechanism rule is a diagnostic printed");
+    println!(
+        "outcome checks and Kafka's own rules; a design-mechanism rule is a diagnostic printed"
+    );
     println!("beside the verdict as its likely mechanism, and never fails a run.");
     for (kind, title) in [
-        (CheckKind::Outcome, "Outcomes (what a user of Kafka and of the mirror sees or loses):"),
+        (
+            CheckKind::Outcome,
+            "Outcomes (what a user of Kafka and of the mirror sees or loses):",
+        ),
         (CheckKind::Kafka, "Kafka's rules (common to every design):"),
-        (CheckKind::Mechanism, "Design mechanisms (diagnostics: did the design perform its own steps):"),
+        (
+            CheckKind::Mechanism,
+            "Design mechanisms (diagnostics: did the design perform its own steps):",
+        ),
     ] {
         println!("{title}");
         for (name, _, what) in crate::check::INVARIANTS.iter().filter(|c| c.1 == kind) {
@@ -537,7 +545,11 @@ pub(crate) fn outcome_line(o: &ChaosOutcome) -> String {
 /// The design-mechanism rules that broke, the first as the verdict's likely mechanism.
 pub(crate) fn print_mechanisms(diagnostics: &[crate::check::Violation]) {
     for (i, d) in diagnostics.iter().enumerate() {
-        let what = if i == 0 { "likely mechanism" } else { "also broke" };
+        let what = if i == 0 {
+            "likely mechanism"
+        } else {
+            "also broke"
+        };
         println!("  {what}: {d}");
     }
 }

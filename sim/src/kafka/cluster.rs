@@ -820,12 +820,21 @@ impl KafkaWorld {
         lock(&self.checker).violation().cloned()
     }
 
-    /// True when one of Kafka's own declared losses (an unclean election, or the last ISR
-    /// member losing unflushed data or flushed data to bit rot) cut `tp` of `cluster` above
-    /// `offset`: a transaction that began at `offset` may have lost its marker to it.
+    /// True when one of Kafka's own declared losses explains the open transaction of `tp` on
+    /// `broker` of `cluster` (see [`kafka_loss_explains_hang`]).
     #[must_use]
-    pub fn kafka_loss_above(&self, cluster: ClusterIdx, tp: &TopicPartition, offset: Offset) -> bool {
-        kafka_loss_above(&lock(&self.checker).ghost.losses, cluster, tp, offset)
+    pub fn kafka_loss_explains_hang(
+        &self,
+        cluster: ClusterIdx,
+        broker: BrokerId,
+        tp: &TopicPartition,
+    ) -> bool {
+        let losses = lock(&self.checker).ghost.losses.clone();
+        self.with_broker(cluster, broker, |b| {
+            b.partition(tp)
+                .is_some_and(|p| kafka_loss_explains_hang(&losses, tp, &p.log))
+        })
+        .unwrap_or(false)
     }
 
     /// Declared losses by cause and the failover RPO so far.
@@ -865,15 +874,17 @@ impl KafkaWorld {
         // stop truncates to the LSO; latest writes ABORT markers). Every other partition is
         // judged once the chaos producers stop (`chaos::converge`).
         let losses = c.ghost.losses.clone();
-        let stopped = |n: NodeId, tp: &TopicPartition, lso: Offset| {
-            // Kafka's own declared losses may cut a marker (see `kafka_loss_above`).
-            !kafka_loss_above(&losses, n.cluster, tp, lso)
-                && nodes.get(&n).is_some_and(|arc| {
-                    lock(arc).as_broker().is_some_and(|b| {
-                        b.mirror_runs().get(tp).map(|r| r.state())
+        let stopped = |n: NodeId, tp: &TopicPartition, _lso: Offset| {
+            nodes.get(&n).is_some_and(|arc| {
+                lock(arc).as_broker().is_some_and(|b| {
+                    // Kafka's own declared losses may cut a marker (see
+                    // `kafka_loss_explains_hang`).
+                    b.partition(tp)
+                        .is_some_and(|p| !kafka_loss_explains_hang(&losses, tp, &p.log))
+                        && b.mirror_runs().get(tp).map(|r| r.state())
                             == Some(mirror_core::mirror::MirrorPartitionState::Stopped)
-                    })
                 })
+            })
         };
         if c.violation().is_none()
             && let Err(v) = crate::check::outcomes::check_lso_reaches_hw(&nodes, &stopped, &name)
@@ -896,18 +907,50 @@ impl KafkaWorld {
 }
 
 /// True when one of Kafka's own declared losses in `losses` (not a KIP-1279 mirror truncation)
-/// cut `tp` above `offset`, in `cluster` or in a cluster it mirrors `tp` with (mirrors keep the
-/// topic name and the offsets: a source's hanging transaction is copied as it is).
-fn kafka_loss_above(
+/// explains the transaction `log` of `tp` holds open: Kafka's known consequence
+/// of that loss (KIP-664 finds such hanging transactions), not a hang the producers or the
+/// mirror caused. Two ways, each an exact cause (product.md §5):
+/// - a loss of `tp` at or above where the open transaction begins, in `cluster` or in a
+///   cluster it mirrors `tp` with (mirrors keep the topic name and the offsets: a source's
+///   hanging transaction is copied as it is). It cut the marker, or the stop's LSO cut (an
+///   unclean election brought back the tail the ISR had cut: mirror chaos seed 4251). The
+///   transaction's own start counts, not the LSO: the LSO is clamped up to the log start,
+///   and a marker lost above a DeleteRecords' new start leaves a transaction that began below
+///   it (seed 2912: data 41..50, COMMIT at 51 lost, log start 51);
+/// - a loss of a `__transaction_state` partition, with a transaction begun after the last
+///   PID reset (or in a log that has none): the coordinator forgot the transaction or that
+///   it touched this partition, so no marker comes (seed 9651, plain Kafka on the source:
+///   the AddPartitionsToTxn record and PrepareCommit were unflushed on the last ISR member),
+///   or a retried produce opened it again (the hazard KIP-890 verification closes, optional
+///   in kafka-semantics §1.7; seed 2680, where a failback then copied the hang to the old
+///   source, reset included). A mirrored transaction open across a stop (below the reset)
+///   is never excused this way: closing it is the stop's job.
+fn kafka_loss_explains_hang(
     losses: &[crate::check::ghost::DeclaredLoss],
-    _cluster: ClusterIdx,
     tp: &TopicPartition,
-    offset: Offset,
+    log: &mirror_core::log::partition_log::PartitionLog,
 ) -> bool {
+    let Some(start) = log.producer_state().first_unstable_offset() else {
+        return false;
+    };
+    let kafka = |l: &&crate::check::ghost::DeclaredLoss| l.cause != "mirror_truncation";
     let suffix = format!(":{tp}");
-    losses.iter().any(|l| {
-        l.partition.ends_with(&suffix) && l.from_offset > offset.0 && l.cause != "mirror_truncation"
-    })
+    if losses
+        .iter()
+        .filter(kafka)
+        .any(|l| l.partition.ends_with(&suffix) && l.from_offset >= start.0)
+    {
+        return true;
+    }
+    let after_reset = log
+        .batches()
+        .rfind(|b| b.control_record() == Some(mirror_core::record::ControlRecord::MirrorPidReset))
+        .is_none_or(|reset| reset.base_offset() < start);
+    after_reset
+        && losses
+            .iter()
+            .filter(kafka)
+            .any(|l| l.partition.contains(":__transaction_state-"))
 }
 
 /// Makes the checker (and the recorder, if any) the world's observer.
@@ -935,5 +978,127 @@ fn mirror_error(resp: Option<Response>) -> ErrorCode {
         Some(Response::MirrorAdmin { error, .. }) | Some(Response::Error { error }) => error,
         Some(_) => ErrorCode::UnknownServerError,
         None => ErrorCode::RequestTimedOut,
+    }
+}
+
+#[cfg(test)]
+mod hang_tests {
+    use super::kafka_loss_explains_hang;
+    use crate::check::ghost::DeclaredLoss;
+    use mirror_core::log::partition_log::{LogConfig, PartitionLog};
+    use mirror_core::log::producer_state::AppendOrigin;
+    use mirror_core::record::{BatchBuilder, SimpleRecord};
+    use mirror_core::types::{LeaderEpoch, ProducerEpoch, ProducerId, Sequence, TopicPartition};
+
+    fn loss(partition: &str, from: i64, cause: &str) -> DeclaredLoss {
+        DeclaredLoss {
+            partition: partition.into(),
+            from_offset: from,
+            batches: 1,
+            records: 1,
+            span_ms: 0,
+            cause: cause.into(),
+            t_micros: 0,
+        }
+    }
+
+    /// 0..1 plain, then (with `reset`) a PID reset at 2, then a transaction left open.
+    fn log_with_open_txn(reset: bool) -> PartitionLog {
+        let mut log = PartitionLog::new(LogConfig::default());
+        let e = LeaderEpoch(0);
+        let recs = [SimpleRecord::value(0, "a"), SimpleRecord::value(0, "b")];
+        log.append_as_leader(&BatchBuilder::new().build(&recs), e, AppendOrigin::Client)
+            .expect("append");
+        if reset {
+            let b = BatchBuilder::new().build_mirror_pid_reset("src", 0);
+            log.append_as_leader(&b, e, AppendOrigin::Coordinator)
+                .expect("reset");
+        }
+        let txn = BatchBuilder::transactional(ProducerId(3), ProducerEpoch(0), Sequence(0));
+        log.append_as_leader(&txn.build(&recs), e, AppendOrigin::Client)
+            .expect("txn");
+        log
+    }
+
+    /// A transaction open at 0..1, then the stop's PID reset at 2.
+    fn log_across_a_stop() -> PartitionLog {
+        let mut log = PartitionLog::new(LogConfig::default());
+        let e = LeaderEpoch(0);
+        let recs = [SimpleRecord::value(0, "a"), SimpleRecord::value(0, "b")];
+        let txn = BatchBuilder::transactional(ProducerId(3), ProducerEpoch(0), Sequence(0));
+        log.append_as_leader(&txn.build(&recs), e, AppendOrigin::Client)
+            .expect("txn");
+        let b = BatchBuilder::new().build_mirror_pid_reset("src", 0);
+        log.append_as_leader(&b, e, AppendOrigin::Coordinator)
+            .expect("reset");
+        log
+    }
+
+    #[test]
+    fn a_kafka_loss_at_or_above_the_open_transaction_explains_its_hang() {
+        let tp = TopicPartition::new("t0", 0);
+        let log = log_with_open_txn(false);
+        let start = log
+            .producer_state()
+            .first_unstable_offset()
+            .expect("open")
+            .0;
+        // Allowed: an unclean election or unflushed loss from the transaction's start on, in
+        // this cluster or the one it mirrors with.
+        for from in [start, start + 1] {
+            let l = [loss("1:t0-0", from, "unclean_election")];
+            assert!(kafka_loss_explains_hang(&l, &tp, &log), "from {from}");
+        }
+        assert!(kafka_loss_explains_hang(
+            &[loss("0:t0-0", start, "unflushed_loss_on_last_isr_member")],
+            &tp,
+            &log
+        ));
+        // Forbidden: a loss below it, a mirror truncation, another partition.
+        for l in [
+            loss("1:t0-0", start - 1, "unclean_election"),
+            loss("1:t0-0", start, "mirror_truncation"),
+            loss("1:t0-1", start, "unclean_election"),
+        ] {
+            assert!(
+                !kafka_loss_explains_hang(std::slice::from_ref(&l), &tp, &log),
+                "{l:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_coordinator_loss_explains_only_a_transaction_begun_after_the_pid_reset() {
+        let tp = TopicPartition::new("t0", 0);
+        let coordinator = [loss(
+            "1:__transaction_state-2",
+            69,
+            "unflushed_loss_on_last_isr_member",
+        )];
+        // Allowed: the new primary's own transaction, after the reset.
+        assert!(kafka_loss_explains_hang(
+            &coordinator,
+            &tp,
+            &log_with_open_txn(true)
+        ));
+        // Allowed: a plain Kafka log with no reset (this cluster's coordinator forgot it).
+        assert!(kafka_loss_explains_hang(
+            &coordinator,
+            &tp,
+            &log_with_open_txn(false)
+        ));
+        // Forbidden: a transaction open across the stop (below the reset: the KIP's to
+        // close), or a coordinator loss that is the mirror's own truncation.
+        assert!(!kafka_loss_explains_hang(
+            &coordinator,
+            &tp,
+            &log_across_a_stop()
+        ));
+        let mirror = [loss("1:__transaction_state-2", 69, "mirror_truncation")];
+        assert!(!kafka_loss_explains_hang(
+            &mirror,
+            &tp,
+            &log_with_open_txn(true)
+        ));
     }
 }

@@ -185,7 +185,13 @@ pub fn run_scenario(sc: &Scenario, opts: &RunOptions) -> ScenarioOutcome {
         }
         Err(message) => (Vec::new(), None, Vec::new(), None, Some(message)),
     };
-    let verdict = judge(sc, &steps, violation.as_ref(), &diagnostics, crash.as_deref());
+    let verdict = judge(
+        sc,
+        &steps,
+        violation.as_ref(),
+        &diagnostics,
+        crash.as_deref(),
+    );
     ScenarioOutcome {
         name: sc.name.clone(),
         file: sc.file.clone(),
@@ -250,7 +256,12 @@ async fn execute(
     design: mirror_core::mirror::Design,
     verbose: bool,
     tap: Option<crate::report::Tap>,
-) -> (Vec<StepRecord>, Option<Violation>, Vec<Violation>, RunReport) {
+) -> (
+    Vec<StepRecord>,
+    Option<Violation>,
+    Vec<Violation>,
+    RunReport,
+) {
     let w = KafkaWorld::start_traced(spec_of(&sc, &design), verbose);
     if let Some(t) = &tap {
         t.attach(&w);

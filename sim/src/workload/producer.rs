@@ -590,11 +590,7 @@ impl Producer {
         let Identity::Ready(producer_id, producer_epoch) = self.identity else {
             return;
         };
-        let idle = self.open.is_none()
-            && self
-                .parts
-                .values()
-                .all(|p| p.queue.is_empty());
+        let idle = self.open.is_none() && self.parts.values().all(|p| p.queue.is_empty());
         match &mut self.txn {
             TxnState::Idle => {}
             TxnState::Open {
@@ -682,7 +678,12 @@ impl Producer {
     }
 
     /// Sends the partition's next batches in sequence order, up to `max_in_flight`.
-    fn send_partition(&mut self, now: Instant, p: i32, producer: Option<(ProducerId, ProducerEpoch)>) {
+    fn send_partition(
+        &mut self,
+        now: Instant,
+        p: i32,
+        producer: Option<(ProducerId, ProducerEpoch)>,
+    ) {
         let tp = self.tp(p);
         let max_in_flight = self.cfg.max_in_flight.clamp(1, 5);
         let state = self.parts.get_mut(&p).expect("partition state");
@@ -764,7 +765,8 @@ impl Producer {
                 batch.attempt = attempt;
                 in_flight += 1;
                 i += 1;
-                self.wire.send(now, leader, req, Tag::Produce(p, id, attempt));
+                self.wire
+                    .send(now, leader, req, Tag::Produce(p, id, attempt));
             }
         }
     }
@@ -866,7 +868,12 @@ impl Producer {
                 let tp = self.tp(p);
                 let state = self.parts.get_mut(&p).expect("partition state");
                 // In-flight batches finish; the queued ones fail with the transaction.
-                let failed: Vec<Batch> = state.queue.iter().filter(|b| !b.in_flight).cloned().collect();
+                let failed: Vec<Batch> = state
+                    .queue
+                    .iter()
+                    .filter(|b| !b.in_flight)
+                    .cloned()
+                    .collect();
                 state.queue.retain(|b| b.in_flight);
                 for b in failed {
                     self.wire.emit(Event::ProduceFailed {
@@ -1071,7 +1078,12 @@ impl Producer {
         if !batch.in_flight || batch.attempt != attempt || batch.stashed.is_some() {
             return; // an attempt the partition gave up on (its connection dropped)
         }
-        if state.queue.iter().take(pos).any(|b| b.in_flight && b.stashed.is_none()) {
+        if state
+            .queue
+            .iter()
+            .take(pos)
+            .any(|b| b.in_flight && b.stashed.is_none())
+        {
             // An earlier batch is still unanswered: on one connection its response comes
             // first. Hold this one back.
             state.queue[pos].stashed = Some(resp);
