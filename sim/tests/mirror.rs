@@ -258,6 +258,21 @@ fn replay_capsule(json: &str) -> mirror_sim::chaos::ChaosOutcome {
     mirror_sim::chaos::run_plan(plan, &mirror_sim::chaos::ChaosOptions::default())
 }
 
+/// The capsule passes and, when `needle` is given, its trace shows it (`why`: the event the
+/// case is about).
+fn passes_with(json: &str, needle: Option<&str>, why: &str) {
+    let out = replay_capsule(json);
+    assert!(
+        matches!(out.verdict, mirror_sim::chaos::Verdict::Pass),
+        "{:?}",
+        out.verdict
+    );
+    if let Some(needle) = needle {
+        let lines = out.report.map(|r| r.lines).unwrap_or_default();
+        assert!(lines.iter().any(|l| l.contains(needle)), "{why}");
+    }
+}
+
 #[test]
 fn a_stopping_write_whose_response_was_lost_is_reported_when_the_writer_leads_again() {
     // Mirror chaos seed 154 (shrunk): dst-3 leads t0-2 at epoch 0 and writes MIRRORING ->
@@ -314,20 +329,10 @@ fn a_failback_cut_of_the_leaders_own_log_fails_the_produces_parked_past_it() {
     // refills 70.. and the HW passes 150: before, the parked produces completed NONE at
     // base offsets 110..140, acknowledging the new primary's records as the client's
     // (no_lost_acked_write). A leader that cuts its log fails what was parked past the cut.
-    let out = replay_capsule(include_str!(
-        "capsules/mirror-1676-failback-cut-fails-parked-produces.json"
-    ));
-    assert!(
-        matches!(out.verdict, mirror_sim::chaos::Verdict::Pass),
-        "{:?}",
-        out.verdict
-    );
-    let lines = out.report.map(|r| r.lines).unwrap_or_default();
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.contains("truncate leo 150→70") && l.contains("cause=Mirror")),
-        "the case needs the leader's own cut below parked produces"
+    passes_with(
+        include_str!("capsules/mirror-1676-failback-cut-fails-parked-produces.json"),
+        Some("truncate leo 150→70 hw=110 cause=Mirror"),
+        "the case needs the leader's own cut below parked produces",
     );
 }
 
@@ -340,18 +345,10 @@ fn a_stop_that_timed_out_on_a_paused_broker_may_land_after_a_resume() {
     // partition ends STOPPED. A timed-out request may still be applied (its outcome is
     // unknown), so convergence accepts STOPPED after a stop whose client gave up; before,
     // the run was reported stuck (mirror_progress: STOPPED, want MIRRORING).
-    let out = replay_capsule(include_str!(
-        "capsules/mirror-1630-timed-out-stop-lands-late.json"
-    ));
-    assert!(
-        matches!(out.verdict, mirror_sim::chaos::Verdict::Pass),
-        "{:?}",
-        out.verdict
-    );
-    let lines = out.report.map(|r| r.lines).unwrap_or_default();
-    assert!(
-        lines.iter().any(|l| l.contains("MIRRORING→STOPPING")),
-        "the case needs the late stop to land"
+    passes_with(
+        include_str!("capsules/mirror-1630-timed-out-stop-lands-late.json"),
+        Some("MIRRORING→STOPPING"),
+        "the case needs the late stop to land",
     );
 }
 
@@ -364,12 +361,9 @@ fn a_coordinator_write_the_hw_never_reaches_times_out_and_the_client_retries() {
     // COORDINATOR_NOT_AVAILABLE; the client's retry appends again, the HW moves and the
     // markers go out. Before, the write waited for ever, EndTxn was answered
     // CONCURRENT_TRANSACTIONS for good and the transaction hung (lso_reaches_hw).
-    let out = replay_capsule(include_str!(
-        "capsules/mirror-9149-coordinator-write-times-out.json"
-    ));
-    assert!(
-        matches!(out.verdict, mirror_sim::chaos::Verdict::Pass),
-        "{:?}",
-        out.verdict
+    passes_with(
+        include_str!("capsules/mirror-9149-coordinator-write-times-out.json"),
+        None,
+        "",
     );
 }
