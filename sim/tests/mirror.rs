@@ -367,3 +367,47 @@ fn a_coordinator_write_the_hw_never_reaches_times_out_and_the_client_retries() {
         "",
     );
 }
+
+#[test]
+fn an_epoch_bump_caused_by_one_partition_keeps_the_stamps_of_batches_sent_to_others() {
+    // Mirror chaos seed 30462 (shrunk): a failover producer's batch for t0-1 (pid 0, seq 80)
+    // is appended at 602 but answered NOT_LEADER_OR_FOLLOWER; before its retry, a
+    // READ_ONLY_TOPIC on t0-3 makes the idempotent producer bump (a new pid, 2000). The
+    // retry was re-stamped pid 2000 seq 0 and written again at 612 (no_duplicates). Kafka
+    // rewrites sequences only for the partition that caused the bump
+    // (`partitionsToRewriteSequences`); a batch already sent elsewhere keeps its stamp and
+    // the broker recognises it (acked at 602).
+    passes_with(
+        include_str!("capsules/mirror-30462-bump-keeps-sent-batch-stamps.json"),
+        Some("t0-3         produce failed READ_ONLY_TOPIC"),
+        "the case needs the refused batch on t0-3 that makes the producer bump",
+    );
+}
+
+#[test]
+fn a_stopped_partition_re_reads_its_state_when_the_mirror_state_partition_moves() {
+    // Mirror chaos seed 7771 (shrunk): an unclean election of `__mirror_state-2` on the new
+    // primary loses the STOPPING and STOPPED records of t1-0 (MIRRORING is read back). The
+    // STOPPED leader never wrote again, so the coordinator answered MIRRORING to the old
+    // source's failback lookup for ever (PREPARING, liveness). A settled run re-reads when
+    // its `__mirror_state` partition changes leader and stops again.
+    passes_with(
+        include_str!("capsules/mirror-7771-mirror-state-regressed-by-unclean-election.json"),
+        Some("STOPPING→STOPPED se=4 le=1"),
+        "the case needs the second stop after the regressed read",
+    );
+}
+
+#[test]
+fn a_stopped_leader_that_reads_back_stopping_writes_stopped_again_without_a_second_stop() {
+    // Mirror chaos seed 64 (the drawn plan): `__mirror_state` loses t0-1's STOPPED record
+    // with a declared loss and its new leader loads STOPPING. The STOPPED leader of t0-1
+    // re-reads when that partition changes leader, finds the older state and writes STOPPED
+    // again (with the failback marker taken as the stop took it). Re-running the stop plan
+    // instead would cut and PID-reset a log that has taken the failover's writes.
+    passes_with(
+        include_str!("capsules/mirror-64-stopped-record-regressed-to-stopping.json"),
+        Some("state regressed: read STOPPING se=3 below STOPPED se=4, writing STOPPED again"),
+        "the case needs the regressed read",
+    );
+}

@@ -50,3 +50,24 @@ fn a_scenario_replays_to_the_same_trace_hash() {
     assert!(hash(&a).is_some());
     assert_eq!(hash(&a), hash(&b));
 }
+
+#[test]
+fn a_run_that_breaks_an_invariant_still_shows_the_logs_its_later_steps_name() {
+    // The read-only ablation breaks `mirror_not_ahead_of_source` at the client's write, before
+    // the file's last step (an `expect_log`) runs: the trace shows that log, marked.
+    let sc = Scenario::load(
+        &scenario_dir().join("lab_no_read_only_accepts_a_write_while_mirroring.toml"),
+    )
+    .unwrap();
+    let o = run_scenario(&sc, &RunOptions::default());
+    assert!(o.violation.is_some(), "the ablation breaks an invariant");
+    let lines = o.report.map(|r| r.lines).unwrap_or_default();
+    let dump = lines
+        .iter()
+        .find(|l| l.contains("expect_log after the violation"))
+        .expect("the remaining expect_log is dumped");
+    assert!(
+        dump.contains("orders-0") && dump.contains("leo=5"),
+        "{dump}"
+    );
+}

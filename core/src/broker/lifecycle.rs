@@ -197,6 +197,7 @@ impl Broker {
                 let mut changed_topics = std::collections::BTreeSet::new();
                 let mut changed_mirrors = std::collections::BTreeSet::new();
                 let mut removed = Vec::new();
+                let coordinators_before = self.mirror_state_leader_epochs();
                 for (offset, record) in records {
                     if offset != self.image.offset + 1 {
                         continue; // duplicate or gap: refetch from our offset
@@ -236,6 +237,9 @@ impl Broker {
                         self.on_partition_change(tp, topic_id, &reg);
                     }
                 }
+                // KIP-1279: a `__mirror_state` partition with a new leader may have reloaded
+                // an older state (its tail lost with a declared loss).
+                self.mirror_on_coordinators_moved(&coordinators_before);
                 // KIP-1279: `mirror.name` changes move the desired state of led partitions.
                 let led: Vec<TopicPartition> = self
                     .partitions

@@ -205,6 +205,60 @@ impl Broker {
         }
     }
 
+    /// The leader epoch of every `__mirror_state` partition in the metadata image.
+    pub(super) fn mirror_state_leader_epochs(&self) -> Vec<Option<LeaderEpoch>> {
+        (0..MIRROR_STATE_TOPIC_PARTITIONS)
+            .map(|sp| {
+                self.image
+                    .partition(&TopicPartition::new(MIRROR_STATE_TOPIC, sp))
+                    .map(|r| r.leader_epoch)
+            })
+            .collect()
+    }
+
+    /// `__mirror_state` partitions whose leader epoch differs from `before` have a new
+    /// coordinator, which loaded the state from its own log. After an unclean election (or a
+    /// crash of unflushed data, both declared losses) that log may lack the tail this broker
+    /// saw committed: a STOPPED record gone, STOPPING read instead. A run in a settled state
+    /// (STOPPED, PAUSED, FAILED) writes nothing more on its own, so it would never notice,
+    /// and the coordinator would answer the old state for ever (mirror chaos seed 7771: the
+    /// failback's LME lookup saw STOPPING, and PREPARING never ended). Such runs re-read;
+    /// `on_mirror_read` restores what they had confirmed. Runs that still write learn of an
+    /// older state from the state-epoch fencing of their next write.
+    pub(super) fn mirror_on_coordinators_moved(&mut self, before: &[Option<LeaderEpoch>]) {
+        let after = self.mirror_state_leader_epochs();
+        let moved: Vec<i32> = (0..MIRROR_STATE_TOPIC_PARTITIONS)
+            .filter(|sp| {
+                let i = usize::try_from(*sp).unwrap_or(0);
+                after.get(i).copied().flatten().is_some() && after.get(i) != before.get(i)
+            })
+            .collect();
+        if moved.is_empty() {
+            return;
+        }
+        let settled: Vec<TopicPartition> = self
+            .mirror_runs
+            .iter()
+            .filter(|(tp, r)| {
+                r.step == MirrorStep::Idle
+                    && matches!(r.state(), S::Stopped | S::Paused | S::Failed)
+                    && moved.contains(&crate::mirror::mirror_state_partition(
+                        &r.mirror,
+                        r.topic_id,
+                        tp.partition,
+                        MIRROR_STATE_TOPIC_PARTITIONS,
+                    ))
+            })
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        for tp in settled {
+            if let Some(r) = self.mirror_runs.get_mut(&tp) {
+                r.step = MirrorStep::Reading;
+            }
+            self.send_mirror_read(&tp);
+        }
+    }
+
     fn drop_mirror_run(&mut self, tp: &TopicPartition) {
         if self.mirror_runs.remove(tp).is_some() {
             self.remove_from_mirror_fetcher(tp);
@@ -274,6 +328,11 @@ impl Broker {
             return;
         };
         let before = r.status.as_ref().map(|s| (s.state, s.state_epoch));
+        let confirmed_stopped = r
+            .status
+            .as_ref()
+            .filter(|s| s.state == S::Stopped)
+            .map(|s| s.state_epoch);
         r.status = Some(MirrorPartitionStatus {
             state: S::from_value(d.state).unwrap_or(S::Unknown),
             previous_state: S::from_value(d.previous_state).unwrap_or(S::Unknown),
@@ -342,7 +401,53 @@ impl Broker {
                 reason,
             });
         }
+        if let Some(confirmed) = confirmed_stopped
+            && self.mirror_restore_stopped(tp, confirmed)
+        {
+            return;
+        }
         self.mirror_drive_from_state(tp, true);
+    }
+
+    /// This run had STOPPED committed at state epoch `confirmed`, and the read returned an
+    /// older STOPPING: the record was lost with the coordinator's tail (a declared loss).
+    /// The stop plan ran to its end on this log (the bump, LSO cut and PID reset are in it),
+    /// and the partition has taken client writes since, so re-running the plan would cut
+    /// and reset the failover's own producers. Only the store lost something: write STOPPED
+    /// again, with the failback marker computed as the stop did (`last_mirrored_position`
+    /// skips the writes after this stop's PID reset). True when the write went out.
+    fn mirror_restore_stopped(&mut self, tp: &TopicPartition, confirmed: i32) -> bool {
+        let Some(r) = self.mirror_runs.get(tp) else {
+            return false;
+        };
+        let regressed = r
+            .status
+            .as_ref()
+            .is_some_and(|s| s.state == S::Stopping && s.state_epoch < confirmed);
+        if !regressed || r.desired != DesiredMirrorState::Stopped {
+            return false;
+        }
+        let records_marker = stop_plan(&self.mirror_design()).contains(&StopStep::RecordLastMirror);
+        let marker = match self.partitions.get(tp) {
+            Some(p) if records_marker => {
+                let source = self.mirror_source_cluster(tp).map(|c| c.0.to_string());
+                let (lme, end) = last_mirrored_position(&p.log, source.as_deref());
+                Some((lme, end.0))
+            }
+            _ => None,
+        };
+        let (read, read_state_epoch) = r
+            .status
+            .as_ref()
+            .map_or((S::Unknown, 0), |s| (s.state, s.state_epoch));
+        self.emit(Event::MirrorStateRegressed {
+            tp: tp.clone(),
+            read,
+            read_state_epoch,
+            confirmed_state_epoch: confirmed,
+        });
+        self.mirror_write(tp, Some(S::Stopped), marker);
+        true
     }
 
     /// Re-evaluates a run after an outside change (desired state, timer).

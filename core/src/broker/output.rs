@@ -299,6 +299,20 @@ pub enum Event {
         /// Why, for a transition to FAILED (the `error_message` persisted with it).
         reason: Option<String>,
     },
+    /// KIP-1279: a settled leader re-read its `__mirror_state` record after the partition
+    /// holding it changed leader, and found an older state than the STOPPED it had seen
+    /// committed (the coordinator's tail was lost with a declared loss); it writes STOPPED
+    /// again instead of re-running the stop plan on a writable log.
+    MirrorStateRegressed {
+        /// Partition.
+        tp: TopicPartition,
+        /// The state read back.
+        read: crate::mirror::MirrorPartitionState,
+        /// Its state epoch.
+        read_state_epoch: i32,
+        /// The state epoch of the STOPPED record this leader saw committed.
+        confirmed_state_epoch: i32,
+    },
     /// KIP-1279 PREPARING: the log was aligned with the LME from the other cluster.
     MirrorAligned {
         /// Partition.

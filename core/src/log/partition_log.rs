@@ -846,7 +846,8 @@ fn apply_to_producer_state(
                 last_stable_offset: lso,
             });
         }
-        psm.complete_txn(&completed);
+        psm.complete_txn(&completed)
+            .expect("apply_batch completes only a transaction the producer has open");
     }
     psm.update_map_end_offset(batch.next_offset());
     aborted

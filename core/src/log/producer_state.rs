@@ -275,6 +275,33 @@ pub struct CompletedTxn {
     pub is_aborted: bool,
 }
 
+/// Why [`ProducerStateManager::complete_txn`] refused a completion (Kafka `completeTxn`
+/// throws `IllegalArgumentException` for the first; it does not check the second, which
+/// would move another producer's transaction to the unreplicated set).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CompleteTxnError {
+    /// No ongoing transaction starts at `first_offset`.
+    #[error(
+        "attempted to complete the transaction of producer {producer_id} at {first_offset}, which was not started"
+    )]
+    NotStarted {
+        /// The producer named by the completion.
+        producer_id: ProducerId,
+        /// The first offset named by the completion.
+        first_offset: Offset,
+    },
+    /// The ongoing transaction at `first_offset` belongs to another producer.
+    #[error("the transaction at {first_offset} belongs to producer {owner}, not {producer_id}")]
+    OtherProducer {
+        /// The producer named by the completion.
+        producer_id: ProducerId,
+        /// The first offset named by the completion.
+        first_offset: Offset,
+        /// The producer whose transaction starts there.
+        owner: ProducerId,
+    },
+}
+
 /// Why a batch may not be appended (Kafka's exceptions from `ProducerAppendInfo`).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ProducerStateError {
@@ -620,22 +647,27 @@ impl ProducerStateManager {
     /// until the HW passes its marker (Kafka: `completeTxn`). `completed` must come from
     /// [`Self::apply_batch`]; anything else is a broken caller invariant (Kafka throws
     /// `IllegalArgumentException`).
-    pub fn complete_txn(&mut self, completed: &CompletedTxn) {
-        let Some(mut txn) = self.ongoing_txns.remove(&completed.first_offset) else {
-            panic!(
-                "complete_txn_started: no ongoing transaction at {} for {}",
-                completed.first_offset, completed.producer_id
-            );
+    pub fn complete_txn(&mut self, completed: &CompletedTxn) -> Result<(), CompleteTxnError> {
+        let Some(txn) = self.ongoing_txns.get(&completed.first_offset) else {
+            return Err(CompleteTxnError::NotStarted {
+                producer_id: completed.producer_id,
+                first_offset: completed.first_offset,
+            });
         };
-        assert!(
-            txn.producer_id == completed.producer_id,
-            "complete_txn_same_producer: txn at {} belongs to {}, not {}",
-            completed.first_offset,
-            txn.producer_id,
-            completed.producer_id
-        );
+        if txn.producer_id != completed.producer_id {
+            return Err(CompleteTxnError::OtherProducer {
+                producer_id: completed.producer_id,
+                first_offset: completed.first_offset,
+                owner: txn.producer_id,
+            });
+        }
+        let mut txn = self
+            .ongoing_txns
+            .remove(&completed.first_offset)
+            .expect("looked up above");
         txn.last_offset = Some(completed.last_offset);
         self.unreplicated_txns.insert(completed.first_offset, txn);
+        Ok(())
     }
 
     /// The earliest offset whose transaction is undecided or decided above the HW (Kafka:

@@ -69,7 +69,7 @@ fn append(
     if check == AppendCheck::Accept
         && let Some(completed) = psm.apply_batch(batch, origin)
     {
-        psm.complete_txn(&completed);
+        psm.complete_txn(&completed).unwrap();
     }
     Ok(check)
 }
@@ -377,7 +377,7 @@ fn update_producer_transaction_state() {
     assert_eq!(e.coordinator_epoch, 15);
     // Still ongoing until the log completes it.
     assert_eq!(s.first_undecided_offset(), Some(Offset(16)));
-    s.complete_txn(&completed.unwrap());
+    s.complete_txn(&completed.unwrap()).unwrap();
     assert_eq!(s.first_undecided_offset(), None);
     assert_eq!(
         s.unreplicated_txns()[&Offset(16)].last_offset,
@@ -697,21 +697,61 @@ fn test_last_stable_offset_completed_txn() {
     let last1 = start3 + 15;
     let c1 = done(p1, start1, last1);
     assert_eq!(s.last_stable_offset(&c1), Offset(start2));
-    s.complete_txn(&c1);
+    s.complete_txn(&c1).unwrap();
     s.on_high_watermark_updated(Offset(last1 + 1));
     assert_eq!(s.first_unstable_offset(), Some(Offset(start2)));
     let last3 = last1 + 20;
     let c3 = done(p3, start3, last3);
     assert_eq!(s.last_stable_offset(&c3), Offset(start2));
-    s.complete_txn(&c3);
+    s.complete_txn(&c3).unwrap();
     s.on_high_watermark_updated(Offset(last3 + 1));
     assert_eq!(s.first_unstable_offset(), Some(Offset(start2)));
     let last2 = last3 + 78;
     let c2 = done(p2, start2, last2);
     assert_eq!(s.last_stable_offset(&c2), Offset(last2 + 1));
-    s.complete_txn(&c2);
+    s.complete_txn(&c2).unwrap();
     s.on_high_watermark_updated(Offset(last2 + 1));
     assert_eq!(s.first_unstable_offset(), None);
+}
+
+/// Kafka `completeTxn` throws `IllegalArgumentException` for a transaction that was not
+/// started; here it is a typed error, and a completion naming another producer's
+/// transaction is refused as well. Nothing changes in either case.
+#[test]
+fn complete_txn_misuse_is_an_error_and_changes_nothing() {
+    let mut s = psm();
+    let (p1, p2) = (PID, PID + 1);
+    assert_eq!(client(&mut s, p1, EPOCH, 0, 100, true), OK);
+    let completion = |p: i64, first: i64| CompletedTxn {
+        producer_id: ProducerId(p),
+        first_offset: Offset(first),
+        last_offset: Offset(first + 10),
+        is_aborted: true,
+    };
+    assert_eq!(
+        s.complete_txn(&completion(p1, 99)),
+        Err(CompleteTxnError::NotStarted {
+            producer_id: ProducerId(p1),
+            first_offset: Offset(99),
+        })
+    );
+    assert_eq!(
+        s.complete_txn(&completion(p2, 100)),
+        Err(CompleteTxnError::OtherProducer {
+            producer_id: ProducerId(p2),
+            first_offset: Offset(100),
+            owner: ProducerId(p1),
+        })
+    );
+    assert_eq!(s.first_undecided_offset(), Some(Offset(100)));
+    assert!(s.unreplicated_txns().is_empty());
+    // The right completion still works, once.
+    assert_eq!(s.complete_txn(&completion(p1, 100)), Ok(()));
+    assert_eq!(s.first_undecided_offset(), None);
+    assert!(matches!(
+        s.complete_txn(&completion(p1, 100)),
+        Err(CompleteTxnError::NotStarted { .. })
+    ));
 }
 
 /// `testSkipEmptyTransactions`: markers with no open transaction complete nothing.
@@ -730,7 +770,7 @@ fn test_skip_empty_transactions() {
         assert_eq!(s.check_append(&m, AppendOrigin::Coordinator), OK);
         let c = s.apply_batch(&m, AppendOrigin::Coordinator);
         if let Some(c) = &c {
-            s.complete_txn(c);
+            s.complete_txn(c).unwrap();
         }
         c
     };

@@ -122,8 +122,12 @@ const fn long_session() -> i64 {
 
 /// One step. `do` names the kind; every step may carry `at_ms` (do not start before this
 /// simulated time, counted from the scenario's start) and a `note` printed in the trace.
+///
+/// Deserialized externally tagged (`{ <do>: { fields } }`, built by [`parse_step`]), not with
+/// serde's internal tag: an internally tagged enum buffers the step, and its errors lose the
+/// field (`invalid type: string "four", expected i32` with no name).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(tag = "do", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum StepKind {
     /// CreateTopics; waits until every partition has a leader.
     CreateTopic {
@@ -566,16 +570,13 @@ pub enum StepKind {
 }
 
 /// A step with its optional timing and note.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct StepDef {
     /// Do not start before this simulated time (ms after the scenario's start).
-    #[serde(default)]
     pub at_ms: Option<u64>,
     /// Free text for the trace.
-    #[serde(default)]
     pub note: Option<String>,
     /// What to do.
-    #[serde(flatten)]
     pub kind: StepKind,
 }
 
@@ -621,7 +622,7 @@ struct RawFile {
     #[serde(rename = "cluster")]
     clusters: Vec<Spanned<ClusterDef>>,
     #[serde(rename = "step", default)]
-    steps: Vec<Spanned<StepDef>>,
+    steps: Vec<Spanned<toml::Table>>,
     #[serde(default)]
     expect: Option<Spanned<ExpectDef>>,
 }
@@ -654,6 +655,167 @@ fn line_of(text: &str, offset: usize) -> usize {
         .map_or(1, |t| t.bytes().filter(|b| *b == b'\n').count() + 1)
 }
 
+/// The line of key `field` (its first segment) in the table that starts at `span` (a
+/// `[[step]]`: up to the next table header), else the table's line.
+fn field_line(text: &str, span: &std::ops::Range<usize>, field: &str) -> usize {
+    let field = field.split(['.', '[']).next().unwrap_or(field);
+    let start = span.start.min(text.len());
+    let mut offset = start;
+    for (i, line) in text
+        .get(start..)
+        .unwrap_or("")
+        .split_inclusive('\n')
+        .enumerate()
+    {
+        if i > 0 && line.trim_start().starts_with('[') {
+            break;
+        }
+        let key = line.trim_start().trim_start_matches('"');
+        if let Some(rest) = key.strip_prefix(field)
+            && rest.trim_start_matches('"').trim_start().starts_with('=')
+        {
+            return line_of(text, offset);
+        }
+        offset += line.len();
+    }
+    line_of(text, start)
+}
+
+/// The closest of `candidates` to a misspelt `name`, if one is close enough to be the
+/// intended one (edit distance at most a third of the name, and at least 1 allowed).
+#[must_use]
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| {
+            (
+                strsim::damerau_levenshtein(&name.to_ascii_lowercase(), &c.to_ascii_lowercase()),
+                c,
+            )
+        })
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, c)| (*d, *c))
+        .map(|(_, c)| c)
+}
+
+/// A serde path as a user reads it: no serde-internal segments (`toml::Spanned`'s wrapper),
+/// and, for a missing or unknown field, ending at that field.
+fn field_path(path: &str, message: &str) -> String {
+    let mut segments: Vec<&str> = path
+        .split('.')
+        .filter(|s| !s.is_empty() && !s.starts_with("$__") && *s != "?")
+        .collect();
+    let named = ["missing field `", "unknown field `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|rest| rest.split('`').next());
+    if let Some(name) = named
+        && segments.last() != Some(&name)
+    {
+        segments.push(name);
+    }
+    segments.join(".").replace(".[", "[")
+}
+
+/// `; did you mean `x`?` for a suggestion, else nothing.
+fn suggestion(s: Option<&str>) -> String {
+    s.map_or_else(String::new, |s| format!("; did you mean `{s}`?"))
+}
+
+/// Appends `; did you mean `x`?` to a serde message naming an unknown field or variant
+/// (`unknown field `a`, expected one of `b`, `c``), when one of the listed names is close.
+fn with_suggestion(message: &str) -> String {
+    let unknown = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|rest| rest.split('`').next());
+    let listed: Vec<&str> = message
+        .split_once("expected")
+        .map(|(_, l)| l.split('`').skip(1).step_by(2).collect())
+        .unwrap_or_default();
+    match unknown.and_then(|u| did_you_mean(u, listed.iter().copied())) {
+        Some(s) => format!("{message}; did you mean `{s}`?"),
+        None => message.to_owned(),
+    }
+}
+
+/// One `[[step]]` table: `do` names the kind, `at_ms` and `note` are common, the rest are
+/// the kind's fields. Errors name the field (`step[3].partitions`) and its line.
+fn parse_step(
+    text: &str,
+    file: &str,
+    index: usize,
+    table: &Spanned<toml::Table>,
+) -> Result<StepDef, ScenarioError> {
+    let span = table.span();
+    let err = |field: &str, message: String| ScenarioError {
+        file: file.to_owned(),
+        line: Some(if field.is_empty() {
+            line_of(text, span.start)
+        } else {
+            field_line(text, &span, field)
+        }),
+        field: Some(if field.is_empty() {
+            format!("step[{index}]")
+        } else {
+            format!("step[{index}].{field}")
+        }),
+        message,
+    };
+    let mut fields = table.get_ref().clone();
+    let kind = match fields.remove("do") {
+        Some(toml::Value::String(k)) => k,
+        Some(other) => {
+            return Err(err(
+                "do",
+                format!(
+                    "expected the step kind as a string, got {}",
+                    other.type_str()
+                ),
+            ));
+        }
+        None => return Err(err("", "a step needs `do = \"<kind>\"`".into())),
+    };
+    let at_ms = match fields.remove("at_ms") {
+        None => None,
+        Some(toml::Value::Integer(ms)) if ms >= 0 => u64::try_from(ms).ok(),
+        Some(other) => {
+            return Err(err(
+                "at_ms",
+                format!("expected a non-negative integer (ms), got {other}"),
+            ));
+        }
+    };
+    let note = match fields.remove("note") {
+        None => None,
+        Some(toml::Value::String(n)) => Some(n),
+        Some(other) => {
+            return Err(err(
+                "note",
+                format!("expected a string, got {}", other.type_str()),
+            ));
+        }
+    };
+    let mut tagged = toml::Table::new();
+    tagged.insert(kind.clone(), toml::Value::Table(fields));
+    let kind = serde_path_to_error::deserialize::<_, StepKind>(toml::Value::Table(tagged))
+        .map_err(|e| {
+            // The path is `<kind>.<field>...`; its first segment is the tag.
+            let raw = e.inner().message().trim().to_owned();
+            let message = with_suggestion(&raw);
+            if raw.starts_with("unknown variant") {
+                return err("do", message);
+            }
+            let path = field_path(&e.path().to_string(), &raw);
+            err(path.split_once('.').map_or("", |(_, f)| f), message)
+        })?;
+    Ok(StepDef { at_ms, note, kind })
+}
+
 impl Scenario {
     /// Reads and parses a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
@@ -672,12 +834,20 @@ impl Scenario {
 
     /// Parses scenario text; `file` names it in errors and `stem` is the default name.
     pub fn parse(text: &str, file: &str, stem: &str) -> Result<Scenario, ScenarioError> {
-        let raw: RawFile = toml::from_str(text).map_err(|e| ScenarioError {
+        let syntax = |e: toml::de::Error| ScenarioError {
             file: file.to_owned(),
             line: e.span().map(|s| line_of(text, s.start)),
             field: None,
-            message: e.message().trim().to_owned(),
-        })?;
+            message: with_suggestion(e.message().trim()),
+        };
+        let raw: RawFile =
+            serde_path_to_error::deserialize(toml::Deserializer::parse(text).map_err(syntax)?)
+                .map_err(|e| {
+                    let path = field_path(&e.path().to_string(), e.inner().message());
+                    let mut out = syntax(e.into_inner());
+                    out.field = Some(path).filter(|p| !p.is_empty());
+                    out
+                })?;
         let err = |span: std::ops::Range<usize>, field: String, message: String| ScenarioError {
             file: file.to_owned(),
             line: Some(line_of(text, span.start)),
@@ -686,8 +856,11 @@ impl Scenario {
         };
         let design = match &raw.design {
             None => Design::default(),
-            Some(d) => Design::parse(d.get_ref())
-                .map_err(|e| err(d.span(), "design".into(), e.to_string()))?,
+            Some(d) => Design::parse(d.get_ref()).map_err(|e| {
+                let names = Design::all_named();
+                let hint = suggestion(did_you_mean(d.get_ref(), names.iter().map(|(n, _)| *n)));
+                err(d.span(), "design".into(), format!("{e}{hint}"))
+            })?,
         };
         if raw.clusters.is_empty() {
             return Err(ScenarioError {
@@ -722,8 +895,14 @@ impl Scenario {
             steps: raw
                 .steps
                 .iter()
-                .map(|s| (line_of(text, s.span().start), s.get_ref().clone()))
-                .collect(),
+                .enumerate()
+                .map(|(i, s)| {
+                    Ok((
+                        line_of(text, s.span().start),
+                        parse_step(text, file, i + 1, s)?,
+                    ))
+                })
+                .collect::<Result<_, ScenarioError>>()?,
             expect,
         };
         for (i, c) in raw.clusters.iter().enumerate() {
@@ -746,9 +925,14 @@ impl Scenario {
                 ));
             }
         }
-        for (i, s) in raw.steps.iter().enumerate() {
-            sc.validate_step(s.get_ref())
-                .map_err(|(field, msg)| err(s.span(), format!("step[{}].{field}", i + 1), msg))?;
+        for (i, (s, (_, step))) in raw.steps.iter().zip(&sc.steps).enumerate() {
+            sc.validate_step(step)
+                .map_err(|(field, msg)| ScenarioError {
+                    file: file.to_owned(),
+                    line: Some(field_line(text, &s.span(), &field)),
+                    field: Some(format!("step[{}].{field}", i + 1)),
+                    message: msg,
+                })?;
         }
         Ok(sc)
     }
@@ -766,12 +950,16 @@ impl Scenario {
                 (
                     field.to_owned(),
                     format!(
-                        "unknown cluster `{name}` (defined: {})",
+                        "unknown cluster `{name}` (defined: {}){}",
                         self.clusters
                             .iter()
                             .map(|c| c.name.as_str())
                             .collect::<Vec<_>>()
-                            .join(", ")
+                            .join(", "),
+                        suggestion(did_you_mean(
+                            name,
+                            self.clusters.iter().map(|c| c.name.as_str())
+                        ))
                     ),
                 )
             })
@@ -812,12 +1000,16 @@ impl Scenario {
                 (
                     "state".into(),
                     format!(
-                        "unknown mirror state `{s}` (one of {})",
+                        "unknown mirror state `{s}` (one of {}){}",
                         MirrorPartitionState::ALL
                             .iter()
                             .map(|s| s.name())
                             .collect::<Vec<_>>()
-                            .join(", ")
+                            .join(", "),
+                        suggestion(did_you_mean(
+                            s,
+                            MirrorPartitionState::ALL.iter().map(|s| s.name())
+                        ))
                     ),
                 )
             })
@@ -1127,9 +1319,8 @@ impl Scenario {
 /// A mirror state by its KIP name (`MIRRORING`) or lower-case (`mirroring`).
 #[must_use]
 pub fn parse_state(s: &str) -> Option<MirrorPartitionState> {
-    MirrorPartitionState::ALL
-        .into_iter()
-        .find(|st| st.name().eq_ignore_ascii_case(s))
+    // `LOG_ALIGNMENT` (the latest preset's name for PREPARING) is accepted as the core does.
+    MirrorPartitionState::from_name(&s.to_ascii_uppercase())
 }
 
 /// What a batch is, for offset-by-offset expectations.

@@ -38,16 +38,109 @@ fn syntax_errors_name_the_line() {
 
 #[test]
 fn unknown_step_kinds_and_fields_are_refused_with_the_line() {
+    // The line is the field's own (the `do` line, the unknown key's line).
     let e = parse("\n[[step]]\ndo = \"explode\"\n").unwrap_err();
-    assert!(e.starts_with("t.toml:12") && e.contains("explode"), "{e}");
+    assert!(
+        e.starts_with("t.toml:13: field `step[1].do`") && e.contains("explode"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("did you mean"),
+        "nothing is close to `explode`: {e}"
+    );
     let e = parse("\n[[step]]\ndo = \"sleep\"\nms = 1\nsecs = 2\n").unwrap_err();
-    assert!(e.starts_with("t.toml:12") && e.contains("secs"), "{e}");
+    assert!(e.starts_with("t.toml:15: field `step[1].secs`"), "{e}");
+}
+
+#[test]
+fn misspelt_names_get_the_closest_valid_one() {
+    let e =
+        parse("\n[[step]]\ndo = \"create_topik\"\ncluster = \"src\"\ntopic = \"t\"\n").unwrap_err();
+    assert!(e.starts_with("t.toml:13: field `step[1].do`"), "{e}");
+    assert!(e.ends_with("did you mean `create_topic`?"), "{e}");
+    let e = parse(
+        "\n[[step]]\ndo = \"create_topic\"\ncluster = \"src\"\ntopic = \"t\"\npartitons = 4\n",
+    )
+    .unwrap_err();
+    assert!(e.starts_with("t.toml:16: field `step[1].partitons`"), "{e}");
+    assert!(e.ends_with("did you mean `partitions`?"), "{e}");
+    let e = parse("\n[[step]]\ndo = \"crash\"\ncluster = \"dts\"\nbroker = 1\n").unwrap_err();
+    assert!(e.ends_with("did you mean `dst`?"), "{e}");
+    let e = parse(
+        "\n[[step]]\ndo = \"expect_state\"\ncluster = \"dst\"\ntopic = \"t\"\nstate = \"MIRORING\"\n",
+    )
+    .unwrap_err();
+    assert!(e.ends_with("did you mean `MIRRORING`?"), "{e}");
+    let e = Scenario::parse(
+        "description = \"x\"\ndesign = \"seeed\"\n[[cluster]]\nname = \"a\"\nbrokers = 1\n",
+        "w.toml",
+        "w",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("w.toml:2: field `design`") && e.ends_with("did you mean `seed`?"),
+        "{e}"
+    );
+    let e = Scenario::parse(
+        "description = \"x\"\n[[cluster]]\nnam = \"a\"\nbrokers = 1\n",
+        "w.toml",
+        "w",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("w.toml:3: field `cluster[0].nam`") && e.ends_with("did you mean `name`?"),
+        "{e}"
+    );
+}
+
+#[test]
+fn type_errors_carry_the_field_path_and_its_line() {
+    let e = parse("\n[[step]]\ndo = \"create_topic\"\ncluster = \"src\"\ntopic = \"t\"\npartitions = \"four\"\n")
+        .unwrap_err();
+    assert_eq!(
+        e,
+        "t.toml:16: field `step[1].partitions`: invalid type: string \"four\", expected i32"
+    );
+    let e = parse("\n[[step]]\ndo = \"sleep\"\nat_ms = -5\nms = 1\n").unwrap_err();
+    assert!(e.starts_with("t.toml:14: field `step[1].at_ms`"), "{e}");
+    let e = parse("\n[[step]]\ndo = \"create_topic\"\ntopic = \"t\"\n").unwrap_err();
+    assert!(
+        e.starts_with("t.toml:12: field `step[1].cluster`: missing field"),
+        "{e}"
+    );
+    let e = Scenario::parse(
+        "description = \"x\"\n[[cluster]]\nname = \"a\"\nbrokers = \"x\"\n",
+        "w.toml",
+        "w",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("w.toml:4: field `cluster[0].brokers`: invalid type"),
+        "{e}"
+    );
+    let e = Scenario::parse("", "w.toml", "w").unwrap_err().to_string();
+    assert!(
+        e.starts_with("w.toml:1: field `description`: missing field"),
+        "{e}"
+    );
+}
+
+#[test]
+fn states_accept_the_latest_presets_names() {
+    let sc = parse(
+        "\n[[step]]\ndo = \"wait_state\"\ncluster = \"dst\"\ntopic = \"t\"\nstate = \"LOG_ALIGNMENT\"\n",
+    )
+    .unwrap();
+    assert_eq!(sc.steps.len(), 1);
 }
 
 #[test]
 fn semantic_errors_name_the_step_field() {
     let e = parse("\n[[step]]\ndo = \"crash\"\ncluster = \"nowhere\"\nbroker = 1\n").unwrap_err();
-    assert!(e.starts_with("t.toml:12: field `step[1].cluster`"), "{e}");
+    assert!(e.starts_with("t.toml:14: field `step[1].cluster`"), "{e}");
     let e = parse("\n[[step]]\ndo = \"crash\"\ncluster = \"dst\"\nbroker = 3\n").unwrap_err();
     assert!(
         e.contains("step[1].broker") && e.contains("broker 3"),

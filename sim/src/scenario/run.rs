@@ -303,7 +303,24 @@ async fn execute(
             kind: kind.to_owned(),
             result,
         });
-        if failed || w.violation().is_some() {
+        if failed {
+            break;
+        }
+        if w.violation().is_some() {
+            // The run ends here, but the logs the remaining `expect_log` steps name are
+            // what a reader needs to see the violation's effect: dump them, marked.
+            for (j, (line, later)) in sc.steps.iter().enumerate().skip(i + 1) {
+                if let Some(dump) = ctx.dump_expected_log(&later.kind) {
+                    w.world.note(
+                        "scenario",
+                        "",
+                        &format!(
+                            "step #{} line {line} expect_log after the violation: {dump}",
+                            j + 1
+                        ),
+                    );
+                }
+            }
             break;
         }
     }
@@ -426,6 +443,64 @@ fn normalize_acls(acls: &[String]) -> Vec<String> {
 }
 
 impl Ctx<'_> {
+    /// For an `expect_log` step: each replica it would check (the named broker, else the
+    /// leader and the live replicas), with its batches and bounds, as they are now. Nothing
+    /// is compared.
+    fn dump_expected_log(&self, kind: &StepKind) -> Option<String> {
+        let StepKind::ExpectLog {
+            cluster,
+            topic,
+            partition,
+            broker,
+            leader_only,
+            ..
+        } = kind
+        else {
+            return None;
+        };
+        let w = &self.w;
+        let c = self.cluster(cluster);
+        let tp = TopicPartition::new(topic.as_str(), *partition);
+        let mut replicas: Vec<BrokerId> = match broker {
+            Some(b) => vec![BrokerId(*b)],
+            None => w.leader(c, &tp).into_iter().collect(),
+        };
+        if broker.is_none()
+            && !leader_only
+            && let Some((all, _)) = inspect::replicas_and_isr(w, c, &tp)
+        {
+            let leader = replicas.first().copied();
+            replicas.extend(
+                all.into_iter()
+                    .filter(|b| Some(*b) != leader && inspect::is_up(w, c, *b)),
+            );
+        }
+        if replicas.is_empty() {
+            return Some(format!("{cluster}/{tp}: no leader"));
+        }
+        let parts: Vec<String> = replicas
+            .iter()
+            .map(|b| {
+                let who = format!("{cluster}-{}", b.0);
+                match (
+                    inspect::replica_log(w, c, *b, &tp),
+                    inspect::bounds(w, c, *b, &tp),
+                ) {
+                    (Some(log), Some(x)) => format!(
+                        "{who} {tp} start={} lso={} hw={} leo={} batches={:?}",
+                        x.log_start,
+                        x.lso,
+                        x.hw,
+                        x.leo,
+                        inspect::shown(&log)
+                    ),
+                    _ => format!("{who} has no replica of {tp}"),
+                }
+            })
+            .collect();
+        Some(parts.join("; "))
+    }
+
     fn cluster(&self, name: &str) -> ClusterIdx {
         // Validation checked every cluster name.
         ClusterIdx(u16::try_from(self.sc.cluster_index(name).unwrap_or(0)).unwrap_or(0))

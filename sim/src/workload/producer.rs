@@ -193,6 +193,15 @@ struct PartState {
     /// After a retriable failure: send nothing until no batch is in flight, then resend
     /// from the first unacknowledged batch (go-back-N keeps sequences in order).
     draining: bool,
+    /// The (id, epoch) that `next_seq` counts for. After an epoch bump a partition keeps the
+    /// old pair while batches stamped with it are unacknowledged: Kafka resends those with
+    /// their original stamp and holds new batches back until they complete
+    /// (`TransactionManager.maybeUpdateProducerIdAndEpoch`, `RecordAccumulator
+    /// .shouldStopDrainBatchesForPartition`), so the broker can still deduplicate them.
+    pair: Option<(ProducerId, ProducerEpoch)>,
+    /// This partition caused the bump: its unacknowledged batches are re-stamped from
+    /// sequence 0 under the new pair (Kafka `partitionsToRewriteSequences`).
+    rewrite: bool,
     next_seq: i32,
 }
 
@@ -208,6 +217,33 @@ impl PartState {
 
     fn position(&self, id: u64) -> Option<usize> {
         self.queue.iter().position(|b| b.id == id)
+    }
+
+    /// Some unacknowledged batch already carries a sequence (Kafka's in-flight batches by
+    /// sequence: sent, not yet completed).
+    fn any_stamped(&self) -> bool {
+        self.queue.iter().any(|b| b.stamp.is_some())
+    }
+
+    /// Counts sequences for `pair` from 0.
+    fn start_sequences(&mut self, pair: (ProducerId, ProducerEpoch)) {
+        self.pair = Some(pair);
+        self.rewrite = false;
+        self.next_seq = 0;
+    }
+}
+
+/// Whether sending `batch` under `current` gives it a new sequence: it has none yet, or it
+/// carries an older pair and its partition already counts sequences for `current`
+/// (`partition_current`: a rewrite after a bump).
+fn batch_needs_stamp(
+    batch: &Batch,
+    current: (ProducerId, ProducerEpoch),
+    partition_current: bool,
+) -> bool {
+    match batch.stamp {
+        None => true,
+        Some((sp, se, _)) => (sp, se) != current && partition_current,
     }
 }
 
@@ -710,32 +746,44 @@ impl Producer {
                 self.meta.request_update();
                 break;
             };
+            let state = self.parts.get_mut(&p).expect("partition state");
+            if let Some(current) = producer
+                && state.pair != Some(current)
+            {
+                if state.rewrite || !state.any_stamped() {
+                    state.start_sequences(current);
+                } else if batch_needs_stamp(&state.queue[i], current, false) {
+                    // A new batch behind batches of the old pair: wait for those to complete,
+                    // or sequence 0 of the new pair could land before them.
+                    break;
+                }
+            }
             // A batch that may be in the log under an earlier (id, epoch) is never stamped
             // again: Kafka fails an unresolved sequence instead of writing it twice.
-            if let (Some((pid, epoch)), Some((sp, se, _))) = (producer, batch.stamp)
-                && (sp, se) != (pid, epoch)
-                && batch.maybe_written
+            if let Some(current) = producer
+                && state.queue[i].stamp.is_some()
+                && state.queue[i].maybe_written
+                && batch_needs_stamp(&state.queue[i], current, state.pair == Some(current))
             {
                 self.fail_at(p, i, ErrorCode::RequestTimedOut, true);
                 continue;
             }
             let attempt = self.next_attempt;
             self.next_attempt += 1;
-            let state = self.parts.get_mut(&p).expect("partition state");
             let batch = &mut state.queue[i];
             let builder = match producer {
                 None => BatchBuilder::new(),
-                Some((pid, epoch)) => {
-                    let seq = match batch.stamp {
-                        Some((sp, se, s)) if sp == pid && se == epoch => s,
-                        _ => {
+                Some(current @ (pid, epoch)) => {
+                    let (pid, epoch, seq) =
+                        if batch_needs_stamp(batch, current, state.pair == Some(current)) {
                             let s = Sequence(state.next_seq);
                             let n = i32::try_from(batch.values.len()).unwrap_or(i32::MAX);
                             state.next_seq = s.increment(n).0;
                             batch.stamp = Some((pid, epoch, s));
-                            s
-                        }
-                    };
+                            (pid, epoch, s)
+                        } else {
+                            batch.stamp.expect("a batch that needs no stamp has one")
+                        };
                     if self.cfg.transactional_id.is_some() {
                         BatchBuilder::transactional(pid, epoch, seq)
                     } else {
@@ -828,7 +876,7 @@ impl Producer {
             if unknown_outcome || !last_stamped {
                 // Unresolved sequence (or a hole before later batches' sequences): Kafka
                 // bumps the epoch to start sequences over.
-                self.request_bump(pid, epoch);
+                self.request_bump(p, pid, epoch);
             } else if let Some(state) = self.parts.get_mut(&p) {
                 // The batch was certainly not written and nothing came after it: give its
                 // sequences back.
@@ -837,7 +885,14 @@ impl Producer {
         }
     }
 
-    fn request_bump(&mut self, pid: ProducerId, epoch: ProducerEpoch) {
+    /// Asks for an epoch bump because a batch of `p` stamped `(pid, epoch)` left a sequence
+    /// hole or an unknown outcome; `p`'s sequences are rewritten under the new pair.
+    fn request_bump(&mut self, p: i32, pid: ProducerId, epoch: ProducerEpoch) {
+        if let Some(state) = self.parts.get_mut(&p)
+            && state.pair == Some((pid, epoch))
+        {
+            state.rewrite = true;
+        }
         if let Identity::Ready(p, e) = self.identity
             && p == pid
             && e == epoch
@@ -984,9 +1039,14 @@ impl Producer {
         };
         if error.is_ok() {
             self.identity = Identity::Ready(pid, epoch);
-            // New (id, epoch): every partition's sequences start at 0.
+            // New (id, epoch): a partition's sequences start at 0 once nothing stamped with
+            // the old pair is unacknowledged, or at once where the bump rewrites them. A
+            // transaction's batches never outlive its abort, so they all start over.
+            let transactional = self.transactional();
             for s in self.parts.values_mut() {
-                s.next_seq = 0;
+                if transactional || s.rewrite || !s.any_stamped() {
+                    s.start_sequences((pid, epoch));
+                }
             }
             if matches!(self.txn, TxnState::Ending { .. }) {
                 self.txn = TxnState::Idle;
@@ -1195,7 +1255,7 @@ impl Producer {
                 if !transactional && self.identity != Identity::Plain =>
             {
                 if let Some((pid, epoch, _)) = self.parts[&p].queue[pos].stamp {
-                    self.request_bump(pid, epoch);
+                    self.request_bump(p, pid, epoch);
                 }
                 self.retry_at(now, p, pos, e);
             }

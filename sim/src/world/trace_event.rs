@@ -573,6 +573,18 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
                 None => format!("{from}→{to} se={state_epoch} le={leader_epoch}"),
             },
         ),
+        Event::MirrorStateRegressed {
+            tp,
+            read,
+            read_state_epoch,
+            confirmed_state_epoch,
+        } => compact(
+            tp.to_string(),
+            format!(
+                "state regressed: read {} se={read_state_epoch} below STOPPED se={confirmed_state_epoch}, writing STOPPED again",
+                read.name()
+            ),
+        ),
         Event::MirrorAligned {
             tp,
             last_mirrored_epoch,
