@@ -411,3 +411,36 @@ fn a_stopped_leader_that_reads_back_stopping_writes_stopped_again_without_a_seco
         "the case needs the regressed read",
     );
 }
+
+#[test]
+fn the_stops_lso_cut_at_the_log_end_keeps_the_leaders_own_epoch() {
+    // Mirror chaos seed 60172 (shrunk): on the new primary a stop is finished, after two
+    // unclean elections, by dst-2 leading epoch 2 with its epoch-0 PID reset at the log end.
+    // Its LSO cut at the LEO called `truncateTo(LEO)`, which trims the epoch cache from the
+    // end and removed the `(2, 1)` entry `makeLeader` had given the leader's own epoch; the
+    // reset already at the log end meant nothing was appended to put it back. dst-1, holding
+    // its own reset in epoch 1, then got OFFSET_OUT_OF_RANGE for ever (no epoch >= 1 on the
+    // leader) and never rejoined the ISR. The cut now runs only when the LSO is below the LEO
+    // (and gives the leader's epoch its start again after a real cut): dst-1 finds the
+    // divergence.
+    passes_with(
+        include_str!("capsules/mirror-60172-stop-cut-keeps-the-leaders-epoch.json"),
+        Some("dst-1  t0-0         ! truncate leo 1→0 hw=0 cause=DivergingEpoch"),
+        "the case needs dst-1 to find its divergence",
+    );
+}
+
+#[test]
+fn a_follower_kafka_cannot_bring_back_after_a_declared_loss_is_not_a_stuck_model() {
+    // Single-cluster chaos seed 6430 (shrunk): bit rot on the last ISR member (a declared
+    // loss) lets src-5 rewrite t0-0 from 40; a DeleteRecords then puts the log start at 155,
+    // inside batch 150..159. src-4 truncates to exactly 155 (the leader's epoch cache, cut
+    // from the start, says its old epoch ends there) and keeps its own 40..154; Kafka takes
+    // the straddling batch only into an empty log, so it never catches up
+    // (`kafka_loss_explains_stuck_follower`). Before, the run was reported stuck (isr_short).
+    passes_with(
+        include_str!("capsules/single-6430-follower-stuck-below-a-mid-batch-log-start.json"),
+        Some("src-5  t0-0         log start=155"),
+        "the case needs the mid-batch log start",
+    );
+}

@@ -1019,12 +1019,21 @@ impl Broker {
                 false
             }
             StopStep::TruncateToLso => {
-                let lso = self
+                let cut = self
                     .partitions
                     .get(tp)
-                    .map(|p| lso_truncation_target(&p.log));
-                if let Some(lso) = lso {
+                    .map(|p| (lso_truncation_target(&p.log), p.log.log_end_offset()))
+                    .filter(|(lso, leo)| lso < leo);
+                // Nothing above the LSO: nothing to cut. Kafka's `truncateTo(t >= LEO)` would
+                // still trim the epoch cache from the end, and on this leader that removes the
+                // `(epoch, LEO)` entry `makeLeader` gave its own epoch (Kafka never truncates a
+                // leader; only this step does). A stop that then appends nothing (its PID reset
+                // already at the log end) leaves a leader whose cache ends below its epoch: a
+                // follower that holds a later epoch gets OFFSET_OUT_OF_RANGE for ever, its
+                // divergence never found (mirror chaos seed 60172).
+                if let Some((lso, _)) = cut {
                     self.truncate_replica(tp, lso, TruncationCause::Mirror);
+                    self.reassign_own_epoch(tp);
                 }
                 true
             }
@@ -1139,6 +1148,29 @@ impl Broker {
                 self.mirror_write(tp, Some(S::Stopped), None);
                 true
             }
+        }
+    }
+
+    /// After this leader cut its own log: its epoch's start moves to the new LEO, as
+    /// `makeLeader` would have put it (the cut trimmed the entry from the end). Only where
+    /// `makeLeader` assigns the epoch (a stopping partition whose log holds no later epoch).
+    fn reassign_own_epoch(&mut self, tp: &TopicPartition) {
+        if !self.assign_epoch_start_on_leadership(tp) {
+            return;
+        }
+        let Some(p) = self.partitions.get_mut(tp).filter(|p| p.is_leader()) else {
+            return;
+        };
+        let epoch = p.leader_epoch;
+        if p.log.latest_epoch().is_some_and(|e| e >= epoch) || epoch.0 < 0 {
+            return;
+        }
+        let leo = p.log.log_end_offset();
+        if p.log.maybe_assign_epoch_start_offset(epoch, leo) == Ok(true) {
+            let mut io = Vec::new();
+            p.files
+                .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
+            self.io(io);
         }
     }
 

@@ -240,8 +240,17 @@ fn cluster_stuck(
                     format!("{tp} leader state missing"),
                 );
             };
-            let replicas: Vec<BrokerId> =
-                replicas.into_iter().filter(|r| Some(*r) != held).collect();
+            // A follower Kafka itself can never bring back after one of its declared losses
+            // (`KafkaWorld::kafka_loss_explains_stuck_follower`) is not the model's to fix.
+            let replicas: Vec<BrokerId> = replicas
+                .into_iter()
+                .filter(|r| Some(*r) != held)
+                .filter(|r| {
+                    *r == leader
+                        || (isr.contains(r) && w.replica_offsets(c0, *r, &tp) == Some((leo, hw)))
+                        || !w.kafka_loss_explains_stuck_follower(c0, leader, *r, &tp)
+                })
+                .collect();
             if replicas.iter().any(|r| !isr.contains(r)) {
                 let out = replicas.iter().find(|r| !isr.contains(r)).copied();
                 return at(

@@ -837,6 +837,33 @@ impl KafkaWorld {
         .unwrap_or(false)
     }
 
+    /// True when one of Kafka's own declared losses explains why `replica` of `tp` in
+    /// `cluster` cannot catch up with `leader` (see [`kafka_loss_explains_stuck_follower`]).
+    #[must_use]
+    pub fn kafka_loss_explains_stuck_follower(
+        &self,
+        cluster: ClusterIdx,
+        leader: BrokerId,
+        replica: BrokerId,
+        tp: &TopicPartition,
+    ) -> bool {
+        let losses = lock(&self.checker).ghost.losses.clone();
+        let bounds = self
+            .with_broker(cluster, replica, |b| {
+                b.partition(tp)
+                    .map(|p| (p.log.log_start_offset(), p.log.log_end_offset()))
+            })
+            .flatten();
+        let Some(bounds) = bounds else {
+            return false;
+        };
+        self.with_broker(cluster, leader, |b| {
+            b.partition(tp)
+                .is_some_and(|p| kafka_loss_explains_stuck_follower(&losses, tp, &p.log, bounds))
+        })
+        .unwrap_or(false)
+    }
+
     /// Declared losses by cause and the failover RPO so far.
     #[must_use]
     pub fn loss_summary(&self) -> crate::check::ghost::LossSummary {
@@ -951,6 +978,47 @@ fn kafka_loss_explains_hang(
             .iter()
             .filter(kafka)
             .any(|l| l.partition.contains(":__transaction_state-"))
+}
+
+/// True when one of Kafka's own declared losses in `losses` (not a KIP-1279 mirror
+/// truncation) explains a follower that can never catch up with `leader`: Kafka's own dead
+/// end, not a stuck model (single-cluster chaos seed 6430).
+///
+/// The loss (the last ISR member's unflushed or rotten tail) let the leader rewrite history
+/// the follower still holds. Then a DeleteRecords moved the leader's log start into a batch.
+/// Kafka's `LeaderEpochFileCache.truncateFromStart` moves the first remaining entry's start
+/// up to the new log start, so the leader answers the follower's older epoch with "ends at
+/// the log start" (`endOffsetFor`: no floor entry, the next entry's start). The follower
+/// truncates to exactly the log start, keeps its own records below it, and fetches there.
+/// The leader returns the batch that straddles the log start. Kafka appends a batch that
+/// begins below the LEO only into an empty log (`Partition.doAppendRecordsToFollower
+/// OrFutureReplica`, UnexpectedAppendOffsetException, handled when LEO == log start).
+/// This follower's log is not empty, so Kafka marks the partition failed (KIP-461) and
+/// the follower never rejoins the ISR.
+///
+/// All of these must hold: a Kafka declared loss of `tp` below the leader's log start; a
+/// first leader batch that straddles the log start; and a replica whose LEO is the leader's
+/// log start while its own log starts below it (`(log start, LEO)` of the replica).
+fn kafka_loss_explains_stuck_follower(
+    losses: &[crate::check::ghost::DeclaredLoss],
+    tp: &TopicPartition,
+    leader: &mirror_core::log::partition_log::PartitionLog,
+    (replica_start, replica_end): (mirror_core::types::Offset, mirror_core::types::Offset),
+) -> bool {
+    let start = leader.log_start_offset();
+    let straddles = leader
+        .batches()
+        .next()
+        .is_some_and(|b| b.base_offset() < start && start <= b.last_offset());
+    let stuck = replica_end == start && replica_start < start;
+    let suffix = format!(":{tp}");
+    straddles
+        && stuck
+        && losses.iter().any(|l| {
+            l.cause != "mirror_truncation"
+                && l.partition.ends_with(&suffix)
+                && l.from_offset < start.0
+        })
 }
 
 /// Makes the checker (and the recorder, if any) the world's observer.
@@ -1099,6 +1167,96 @@ mod hang_tests {
             &mirror,
             &tp,
             &log_with_open_txn(true)
+        ));
+    }
+
+    /// `n` batches of `size` records from offset 0 in epoch 0.
+    fn log_of(n: usize, size: usize) -> PartitionLog {
+        let mut log = PartitionLog::new(LogConfig::default());
+        let recs: Vec<SimpleRecord> = (0..size).map(|_| SimpleRecord::value(0, "x")).collect();
+        for _ in 0..n {
+            log.append_as_leader(
+                &BatchBuilder::new().build(&recs),
+                LeaderEpoch(0),
+                AppendOrigin::Client,
+            )
+            .expect("append");
+        }
+        log
+    }
+
+    fn b(log: &PartitionLog) -> (mirror_core::types::Offset, mirror_core::types::Offset) {
+        (log.log_start_offset(), log.log_end_offset())
+    }
+
+    #[test]
+    fn a_kafka_loss_explains_a_follower_stuck_below_a_mid_batch_log_start() {
+        let tp = TopicPartition::new("t0", 0);
+        // Leader 0..159 in batches of 10, log start moved into batch 150..159.
+        let mut leader = log_of(16, 10);
+        leader.update_high_watermark(mirror_core::types::Offset(160));
+        leader
+            .maybe_increment_log_start_offset(mirror_core::types::Offset(155))
+            .expect("delete records");
+        // Follower: its own 0..154, cut at the leader's log start.
+        let stuck = log_of(31, 5);
+        assert_eq!(stuck.log_end_offset().0, 155);
+        let lost = [loss("0:t0-0", 40, "corrupt_batch_on_last_isr_member")];
+        assert!(super::kafka_loss_explains_stuck_follower(
+            &lost,
+            &tp,
+            &leader,
+            b(&stuck)
+        ));
+        // Forbidden: no declared loss, or only a mirror truncation.
+        assert!(!super::kafka_loss_explains_stuck_follower(
+            &[],
+            &tp,
+            &leader,
+            b(&stuck)
+        ));
+        let mirror = [loss("0:t0-0", 40, "mirror_truncation")];
+        assert!(!super::kafka_loss_explains_stuck_follower(
+            &mirror,
+            &tp,
+            &leader,
+            b(&stuck)
+        ));
+        // Forbidden: a loss of another partition, or one above the log start.
+        let other = [loss("0:t0-1", 40, "unclean_election")];
+        assert!(!super::kafka_loss_explains_stuck_follower(
+            &other,
+            &tp,
+            &leader,
+            b(&stuck)
+        ));
+        let above = [loss("0:t0-0", 155, "unclean_election")];
+        assert!(!super::kafka_loss_explains_stuck_follower(
+            &above,
+            &tp,
+            &leader,
+            b(&stuck)
+        ));
+        // Forbidden: a follower elsewhere than the log start (it is merely behind).
+        let behind = log_of(30, 5);
+        assert!(!super::kafka_loss_explains_stuck_follower(
+            &lost,
+            &tp,
+            &leader,
+            b(&behind)
+        ));
+        // Forbidden: a batch-aligned log start (Kafka's fetch then starts at a batch).
+        let mut aligned = log_of(16, 10);
+        aligned.update_high_watermark(mirror_core::types::Offset(160));
+        aligned
+            .maybe_increment_log_start_offset(mirror_core::types::Offset(150))
+            .expect("delete records");
+        let at_150 = log_of(30, 5);
+        assert!(!super::kafka_loss_explains_stuck_follower(
+            &lost,
+            &tp,
+            &aligned,
+            b(&at_150)
         ));
     }
 }
