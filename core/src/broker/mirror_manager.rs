@@ -226,12 +226,10 @@ impl Broker {
     /// `on_mirror_read` restores what they had confirmed. Runs that still write learn of an
     /// older state from the state-epoch fencing of their next write.
     pub(super) fn mirror_on_coordinators_moved(&mut self, before: &[Option<LeaderEpoch>]) {
-        let after = self.mirror_state_leader_epochs();
         let moved: Vec<i32> = (0..MIRROR_STATE_TOPIC_PARTITIONS)
-            .filter(|sp| {
-                let i = usize::try_from(*sp).unwrap_or(0);
-                after.get(i).copied().flatten().is_some() && after.get(i) != before.get(i)
-            })
+            .zip(self.mirror_state_leader_epochs().into_iter().zip(before))
+            .filter(|(_, (after, before))| after.is_some() && after != *before)
+            .map(|(sp, _)| sp)
             .collect();
         if moved.is_empty() {
             return;
@@ -427,15 +425,11 @@ impl Broker {
         if !regressed || r.desired != DesiredMirrorState::Stopped {
             return false;
         }
-        let records_marker = stop_plan(&self.mirror_design()).contains(&StopStep::RecordLastMirror);
-        let marker = match self.partitions.get(tp) {
-            Some(p) if records_marker => {
-                let source = self.mirror_source_cluster(tp).map(|c| c.0.to_string());
-                let (lme, end) = last_mirrored_position(&p.log, source.as_deref());
-                Some((lme, end.0))
-            }
-            _ => None,
-        };
+        let marker = stop_plan(&self.mirror_design())
+            .contains(&StopStep::RecordLastMirror)
+            .then(|| self.mirrored_position(tp))
+            .flatten()
+            .map(|(lme, end)| (lme, end.0));
         let (read, read_state_epoch) = r
             .status
             .as_ref()
@@ -1075,15 +1069,13 @@ impl Broker {
                 if lost {
                     return true;
                 }
-                let Some(p) = self.partitions.get(tp) else {
-                    return false;
-                };
                 // The LME is the greatest epoch that has records (a trailing entry of the
                 // bumped destination epoch at the LEO holds none). A re-driven stop may find
                 // its own MIRROR_PID_RESET (destination epoch) already at the log end: the LME
                 // and offset are those of the mirrored log before it.
-                let source = self.mirror_source_cluster(tp).map(|c| c.0.to_string());
-                let (lme, leo) = last_mirrored_position(&p.log, source.as_deref());
+                let Some((lme, leo)) = self.mirrored_position(tp) else {
+                    return false;
+                };
                 if let Some(r) = self.mirror_runs.get_mut(tp) {
                     r.step = MirrorStep::Stop {
                         index,
@@ -1149,6 +1141,14 @@ impl Broker {
                 true
             }
         }
+    }
+
+    /// `(LME, end offset)` of `tp`'s mirrored log as this stop records it
+    /// ([`last_mirrored_position`] with this mirror's source cluster).
+    fn mirrored_position(&self, tp: &TopicPartition) -> Option<(i32, Offset)> {
+        let p = self.partitions.get(tp)?;
+        let source = self.mirror_source_cluster(tp).map(|c| c.0.to_string());
+        Some(last_mirrored_position(&p.log, source.as_deref()))
     }
 
     /// After this leader cut its own log: its epoch's start moves to the new LEO, as

@@ -1185,13 +1185,17 @@ mod hang_tests {
         log
     }
 
-    fn b(log: &PartitionLog) -> (mirror_core::types::Offset, mirror_core::types::Offset) {
-        (log.log_start_offset(), log.log_end_offset())
-    }
-
     #[test]
     fn a_kafka_loss_explains_a_follower_stuck_below_a_mid_batch_log_start() {
         let tp = TopicPartition::new("t0", 0);
+        let explains = |losses: &[DeclaredLoss], leader: &PartitionLog, replica: &PartitionLog| {
+            super::kafka_loss_explains_stuck_follower(
+                losses,
+                &tp,
+                leader,
+                (replica.log_start_offset(), replica.log_end_offset()),
+            )
+        };
         // Leader 0..159 in batches of 10, log start moved into batch 150..159.
         let mut leader = log_of(16, 10);
         leader.update_high_watermark(mirror_core::types::Offset(160));
@@ -1202,61 +1206,33 @@ mod hang_tests {
         let stuck = log_of(31, 5);
         assert_eq!(stuck.log_end_offset().0, 155);
         let lost = [loss("0:t0-0", 40, "corrupt_batch_on_last_isr_member")];
-        assert!(super::kafka_loss_explains_stuck_follower(
-            &lost,
-            &tp,
-            &leader,
-            b(&stuck)
-        ));
+        assert!(explains(&lost, &leader, &stuck));
         // Forbidden: no declared loss, or only a mirror truncation.
-        assert!(!super::kafka_loss_explains_stuck_follower(
-            &[],
-            &tp,
+        assert!(!explains(&[], &leader, &stuck));
+        assert!(!explains(
+            &[loss("0:t0-0", 40, "mirror_truncation")],
             &leader,
-            b(&stuck)
-        ));
-        let mirror = [loss("0:t0-0", 40, "mirror_truncation")];
-        assert!(!super::kafka_loss_explains_stuck_follower(
-            &mirror,
-            &tp,
-            &leader,
-            b(&stuck)
+            &stuck
         ));
         // Forbidden: a loss of another partition, or one above the log start.
-        let other = [loss("0:t0-1", 40, "unclean_election")];
-        assert!(!super::kafka_loss_explains_stuck_follower(
-            &other,
-            &tp,
+        assert!(!explains(
+            &[loss("0:t0-1", 40, "unclean_election")],
             &leader,
-            b(&stuck)
+            &stuck
         ));
-        let above = [loss("0:t0-0", 155, "unclean_election")];
-        assert!(!super::kafka_loss_explains_stuck_follower(
-            &above,
-            &tp,
+        assert!(!explains(
+            &[loss("0:t0-0", 155, "unclean_election")],
             &leader,
-            b(&stuck)
+            &stuck
         ));
         // Forbidden: a follower elsewhere than the log start (it is merely behind).
-        let behind = log_of(30, 5);
-        assert!(!super::kafka_loss_explains_stuck_follower(
-            &lost,
-            &tp,
-            &leader,
-            b(&behind)
-        ));
+        assert!(!explains(&lost, &leader, &log_of(30, 5)));
         // Forbidden: a batch-aligned log start (Kafka's fetch then starts at a batch).
         let mut aligned = log_of(16, 10);
         aligned.update_high_watermark(mirror_core::types::Offset(160));
         aligned
             .maybe_increment_log_start_offset(mirror_core::types::Offset(150))
             .expect("delete records");
-        let at_150 = log_of(30, 5);
-        assert!(!super::kafka_loss_explains_stuck_follower(
-            &lost,
-            &tp,
-            &aligned,
-            b(&at_150)
-        ));
+        assert!(!explains(&lost, &aligned, &log_of(30, 5)));
     }
 }

@@ -689,11 +689,12 @@ pub fn did_you_mean<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
     let limit = (name.chars().count() / 3).max(1);
+    let name = name.to_ascii_lowercase();
     candidates
         .into_iter()
         .map(|c| {
             (
-                strsim::damerau_levenshtein(&name.to_ascii_lowercase(), &c.to_ascii_lowercase()),
+                strsim::damerau_levenshtein(&name, &c.to_ascii_lowercase()),
                 c,
             )
         })
@@ -709,16 +710,20 @@ fn field_path(path: &str, message: &str) -> String {
         .split('.')
         .filter(|s| !s.is_empty() && !s.starts_with("$__") && *s != "?")
         .collect();
-    let named = ["missing field `", "unknown field `"]
-        .iter()
-        .find_map(|p| message.strip_prefix(p))
-        .and_then(|rest| rest.split('`').next());
-    if let Some(name) = named
+    if let Some(name) = quoted_after(message, &["missing field `", "unknown field `"])
         && segments.last() != Some(&name)
     {
         segments.push(name);
     }
     segments.join(".").replace(".[", "[")
+}
+
+/// The name serde quotes right after one of `prefixes` (`unknown field `a`, ...` → `a`).
+fn quoted_after<'m>(message: &'m str, prefixes: &[&str]) -> Option<&'m str> {
+    prefixes
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|rest| rest.split('`').next())
 }
 
 /// `; did you mean `x`?` for a suggestion, else nothing.
@@ -729,18 +734,13 @@ fn suggestion(s: Option<&str>) -> String {
 /// Appends `; did you mean `x`?` to a serde message naming an unknown field or variant
 /// (`unknown field `a`, expected one of `b`, `c``), when one of the listed names is close.
 fn with_suggestion(message: &str) -> String {
-    let unknown = ["unknown field `", "unknown variant `"]
-        .iter()
-        .find_map(|p| message.strip_prefix(p))
-        .and_then(|rest| rest.split('`').next());
+    let unknown = quoted_after(message, &["unknown field `", "unknown variant `"]);
     let listed: Vec<&str> = message
         .split_once("expected")
         .map(|(_, l)| l.split('`').skip(1).step_by(2).collect())
         .unwrap_or_default();
-    match unknown.and_then(|u| did_you_mean(u, listed.iter().copied())) {
-        Some(s) => format!("{message}; did you mean `{s}`?"),
-        None => message.to_owned(),
-    }
+    let hint = unknown.and_then(|u| did_you_mean(u, listed.iter().copied()));
+    format!("{message}{}", suggestion(hint))
 }
 
 /// One `[[step]]` table: `do` names the kind, `at_ms` and `note` are common, the rest are
@@ -801,7 +801,7 @@ fn parse_step(
         }
     };
     let mut tagged = toml::Table::new();
-    tagged.insert(kind.clone(), toml::Value::Table(fields));
+    tagged.insert(kind, toml::Value::Table(fields));
     let kind = serde_path_to_error::deserialize::<_, StepKind>(toml::Value::Table(tagged))
         .map_err(|e| {
             // The path is `<kind>.<field>...`; its first segment is the tag.

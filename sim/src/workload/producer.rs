@@ -758,13 +758,12 @@ impl Producer {
                     break;
                 }
             }
+            let restamp = producer.is_some_and(|current| {
+                batch_needs_stamp(&state.queue[i], current, state.pair == Some(current))
+            });
             // A batch that may be in the log under an earlier (id, epoch) is never stamped
             // again: Kafka fails an unresolved sequence instead of writing it twice.
-            if let Some(current) = producer
-                && state.queue[i].stamp.is_some()
-                && state.queue[i].maybe_written
-                && batch_needs_stamp(&state.queue[i], current, state.pair == Some(current))
-            {
+            if restamp && state.queue[i].stamp.is_some() && state.queue[i].maybe_written {
                 self.fail_at(p, i, ErrorCode::RequestTimedOut, true);
                 continue;
             }
@@ -773,17 +772,16 @@ impl Producer {
             let batch = &mut state.queue[i];
             let builder = match producer {
                 None => BatchBuilder::new(),
-                Some(current @ (pid, epoch)) => {
-                    let (pid, epoch, seq) =
-                        if batch_needs_stamp(batch, current, state.pair == Some(current)) {
-                            let s = Sequence(state.next_seq);
-                            let n = i32::try_from(batch.values.len()).unwrap_or(i32::MAX);
-                            state.next_seq = s.increment(n).0;
-                            batch.stamp = Some((pid, epoch, s));
-                            (pid, epoch, s)
-                        } else {
-                            batch.stamp.expect("a batch that needs no stamp has one")
-                        };
+                Some((pid, epoch)) => {
+                    let (pid, epoch, seq) = if restamp {
+                        let s = Sequence(state.next_seq);
+                        let n = i32::try_from(batch.values.len()).unwrap_or(i32::MAX);
+                        state.next_seq = s.increment(n).0;
+                        batch.stamp = Some((pid, epoch, s));
+                        (pid, epoch, s)
+                    } else {
+                        batch.stamp.expect("a batch that needs no stamp has one")
+                    };
                     if self.cfg.transactional_id.is_some() {
                         BatchBuilder::transactional(pid, epoch, seq)
                     } else {
