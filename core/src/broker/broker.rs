@@ -88,7 +88,7 @@ pub(super) enum Pending {
     MirrorSync {
         mirror: String,
         round: u64,
-        step: super::mirror_sync::SyncStep,
+        step: super::mirror::sync::SyncStep,
     },
     /// KIP-1279: `ReadMirrorStates` of `DeleteMirror` validation `.0` (see `delete_mirror`).
     DeleteMirrorStates(u64),
@@ -125,15 +125,15 @@ pub struct Broker {
     pub(super) outputs: VecDeque<Output>,
     pub(super) now: Instant,
     pub(super) coord: super::coordinator_runtime::CoordinatorHost,
-    pub(super) mirror_coord: super::mirror_coordinator::MirrorCoordinatorHost,
-    pub(super) mirror_runs: BTreeMap<TopicPartition, super::mirror_manager::MirrorRun>,
+    pub(super) mirror_coord: super::mirror::coordinator::MirrorCoordinatorHost,
+    pub(super) mirror_runs: BTreeMap<TopicPartition, super::mirror::manager::MirrorRun>,
     /// KIP-1279 state transitions this broker wrote whose success it has not seen (reporting
     /// only; see `on_mirror_read`).
     pub(super) mirror_unconfirmed:
-        BTreeMap<TopicPartition, Vec<super::mirror_manager::UnconfirmedTransition>>,
-    pub(super) mirror_fetch: super::mirror_fetcher::MirrorFetchState,
-    pub(super) mirror_sync: super::mirror_sync::MirrorSyncHost,
-    pub(super) delete_mirror: super::delete_mirror::DeleteMirrorHost,
+        BTreeMap<TopicPartition, Vec<super::mirror::manager::UnconfirmedTransition>>,
+    pub(super) mirror_fetch: super::mirror::fetcher::MirrorFetchState,
+    pub(super) mirror_sync: super::mirror::sync::MirrorSyncHost,
+    pub(super) delete_mirror: super::mirror::delete_mirror::DeleteMirrorHost,
 }
 
 impl Broker {
@@ -172,12 +172,12 @@ impl Broker {
             outputs: VecDeque::new(),
             now: Instant::ZERO,
             coord: super::coordinator_runtime::CoordinatorHost::default(),
-            mirror_coord: super::mirror_coordinator::MirrorCoordinatorHost::default(),
+            mirror_coord: super::mirror::coordinator::MirrorCoordinatorHost::default(),
             mirror_runs: BTreeMap::new(),
             mirror_unconfirmed: BTreeMap::new(),
-            mirror_fetch: super::mirror_fetcher::MirrorFetchState::default(),
-            mirror_sync: super::mirror_sync::MirrorSyncHost::default(),
-            delete_mirror: super::delete_mirror::DeleteMirrorHost::default(),
+            mirror_fetch: super::mirror::fetcher::MirrorFetchState::default(),
+            mirror_sync: super::mirror::sync::MirrorSyncHost::default(),
+            delete_mirror: super::mirror::delete_mirror::DeleteMirrorHost::default(),
             config,
         };
         let mut io = Vec::new();
@@ -318,7 +318,7 @@ impl Broker {
 
     /// The `__mirror_state` stores this broker hosts.
     #[must_use]
-    pub fn mirror_coordinators(&self) -> &super::mirror_coordinator::MirrorCoordinatorHost {
+    pub fn mirror_coordinators(&self) -> &super::mirror::coordinator::MirrorCoordinatorHost {
         &self.mirror_coord
     }
 

@@ -9,22 +9,17 @@
 //! - [`purgatory`]: delayed produce and fetch.
 //! - [`storage`]: segments and checkpoints on disk.
 //! - [`recovery`]: reading a replica back after a crash (torn tails, bit rot, recovery point).
-//! - [`acl_sync`]: KIP-1279 ACL sync, a step of the mirror metadata sync.
+//! - [`mirror`]: the KIP-1279 mirror drivers (states, fetcher, `__mirror_state`, sync).
 
-pub mod acl_sync;
 #[allow(clippy::module_inception)]
 pub mod broker;
 pub mod config;
 pub mod coordinator_runtime;
-pub mod delete_mirror;
 pub mod fetcher;
 mod handlers;
 mod lifecycle;
 pub mod metadata_image;
-pub mod mirror_coordinator;
-pub mod mirror_fetcher;
-pub mod mirror_manager;
-pub mod mirror_sync;
+pub mod mirror;
 pub mod output;
 pub mod partition;
 pub mod purgatory;

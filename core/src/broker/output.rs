@@ -354,6 +354,31 @@ pub enum Event {
         /// Where the mirror truncated.
         truncate_to: Offset,
     },
+    /// KIP-1279 latest (B §8.4): the mirror leader asked the controller to bump its leader
+    /// epoch above the source's, reactively (EPOCH_FENCING: a fetched batch above the local
+    /// epoch was not appended) or proactively (a batch within the threshold, appended).
+    MirrorEpochBumpRequested {
+        /// Partition.
+        tp: TopicPartition,
+        /// The highest fetched batch epoch (-1 for the EPOCH_FENCING re-drive).
+        batch_epoch: LeaderEpoch,
+        /// The local (destination) leader epoch.
+        local_epoch: LeaderEpoch,
+        /// The `MinLeaderEpoch` asked for.
+        min_leader_epoch: LeaderEpoch,
+        /// Proactive (appended anyway) rather than reactive.
+        proactive: bool,
+    },
+    /// KIP-1279 latest (B §7.6-2): a FAILED retry found its previous state not enterable
+    /// from FAILED and was skipped; the partition stays FAILED with no further retry.
+    MirrorRetrySkipped {
+        /// Partition.
+        tp: TopicPartition,
+        /// The previous state the retry would have returned to.
+        target: crate::mirror::MirrorPartitionState,
+        /// The retry attempt.
+        attempt: i16,
+    },
     /// KIP-1279: the source's log start passed the mirror; the log restarts there.
     MirrorLogStartReset {
         /// Partition.

@@ -170,7 +170,7 @@ const NAMED: [(&str, &str); 18] = [
     ),
     (
         "latest",
-        "late prototype, stop side only: record the last mirror position, bump, ABORT markers (no LSO truncation), PID reset (B §8.5); PREPARING is named LOG_ALIGNMENT but aligns as seed does; EPOCH_FENCING, ULE_RECOVERY and FAILED retries are not modelled",
+        "late prototype: LOG_ALIGNMENT by LastMirrorPosition (epoch rule bounded by the offset), convergence also waits for min ISR; EPOCH_FENCING reactive and proactive (threshold 3, increment 10; no periodic coordinator bump); a divergence goes ULE_RECOVERY with mirror.support.unclean.leader.election, else FAILED for good; FAILED retries to the previous state with a doubling backoff (no jitter) and is re-asserted before a stop; stop: record the position, bump, ABORT markers, PID reset (B §8.5). Not modelled: RecoverMirrorTopics, the MIRRORING/PAUSED-only stop validation, the stale source metadata check",
     ),
     (
         "early-no-isr-wait",
@@ -359,6 +359,26 @@ impl Design {
     #[must_use]
     pub fn prepare_waits_for_isr(&self) -> bool {
         !self.ablations.no_isr_wait
+    }
+
+    /// The replica-convergence waits (PREPARING's, and STOPPING's after the LSO cut) also
+    /// wait while the ISR is below `min.insync.replicas`. The late prototype does (B §8.1
+    /// step 4, `maybeCompleteReplicaConvergence`); the seed (A.1) and early texts wait only
+    /// until no ISR member is ahead of the leader, so an ISR of the leader alone moves on
+    /// (the HW still needs `min.insync.replicas`). The difference matters when the only replica that could complete the ISR
+    /// cannot fetch from a mirror leader until that leader mirrors again (seed 61585).
+    #[must_use]
+    pub fn prepare_waits_for_min_isr(&self) -> bool {
+        self.preset == Preset::Latest
+    }
+
+    /// A desired STOPPED moves a FAILED partition to STOPPING (seed A.1: any state may be
+    /// stopped; early likewise). The late prototype re-asserts FAILED before it looks at the
+    /// desired state (B §7.4 `applyStateTransition` step 2), so only a retry or
+    /// RecoverMirrorTopics leaves FAILED.
+    #[must_use]
+    pub fn stop_overrides_failed(&self) -> bool {
+        self.preset != Preset::Latest
     }
 
     /// PREPARING / LOG_ALIGNMENT truncates at the start of the first epoch above the last

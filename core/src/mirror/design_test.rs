@@ -209,6 +209,15 @@ fn preset_answers() {
         assert_eq!(x.prepare_waits_for_isr(), isr, "{name}");
         assert_eq!(x.read_only_enforced(), ro, "{name}");
     }
+    // Only the late prototype's convergence wait has a min-ISR gate (B §8.1 step 4); A.1
+    // waits only until no ISR member is ahead of the leader.
+    assert!(!d("early").prepare_waits_for_min_isr());
+    assert!(!d("seed").prepare_waits_for_min_isr());
+    assert!(d("latest").prepare_waits_for_min_isr());
+    // Latest re-asserts FAILED before the desired state (B §7.4 step 2); seed stops it.
+    assert!(d("early").stop_overrides_failed());
+    assert!(d("seed").stop_overrides_failed());
+    assert!(!d("latest").stop_overrides_failed());
     assert_eq!(
         d("early").mirror_fetch_isolation(),
         FetchIsolation::TxnCommitted

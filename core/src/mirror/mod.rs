@@ -36,8 +36,8 @@ pub use design::{Ablations, Design, DesignParseError, Preset};
 pub use lme_lookup::{LmeLookup, LookupVerdict, RetryReason};
 pub use mirror_name::{DesiredState, MirrorNameConfig, MirrorNameError, validate_mirror_name};
 pub use policy::{
-    DivergenceAction, DivergencePolicy, EpochCheck, EpochFencing, FailbackMarker,
-    FailbackMarkerKind, FailedRetry,
+    DIVERGENCE_FAILED_MESSAGE, DivergenceAction, DivergencePolicy, EpochCheck, EpochFencing,
+    FailbackMarker, FailbackMarkerKind, FailedRetry,
 };
 pub use state::{MirrorPartitionState, MirrorPartitionStatus, is_valid_transition};
 pub use state_records::{

@@ -628,11 +628,11 @@ impl KafkaWorld {
         let configs = [
             ("source.cluster".to_string(), source_spec.name.clone()),
             (
-                mirror_core::broker::mirror_coordinator::SOURCE_CLUSTER_INDEX_CONFIG.to_string(),
+                mirror_core::broker::mirror::coordinator::SOURCE_CLUSTER_INDEX_CONFIG.to_string(),
                 source.0.to_string(),
             ),
             (
-                mirror_core::broker::mirror_coordinator::BOOTSTRAP_SERVERS_CONFIG.to_string(),
+                mirror_core::broker::mirror::coordinator::BOOTSTRAP_SERVERS_CONFIG.to_string(),
                 brokers.join(","),
             ),
         ]

@@ -621,6 +621,34 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
                 "! mirror diverged epoch={diverging_epoch} end={end_offset} truncate→{truncate_to}"
             ),
         ),
+        Event::MirrorEpochBumpRequested {
+            tp,
+            batch_epoch,
+            local_epoch,
+            min_leader_epoch,
+            proactive,
+        } => compact(
+            tp.to_string(),
+            if batch_epoch.0 < 0 {
+                format!("fencing epoch bump: local le={local_epoch} min={min_leader_epoch}")
+            } else {
+                format!(
+                    "{} epoch bump: batch le={batch_epoch} local le={local_epoch} min={min_leader_epoch}",
+                    if *proactive { "proactive" } else { "fencing" }
+                )
+            },
+        ),
+        Event::MirrorRetrySkipped {
+            tp,
+            target,
+            attempt,
+        } => compact(
+            tp.to_string(),
+            format!(
+                "! FAILED retry {attempt} skipped: FAILED→{} is not a valid transition",
+                target.name()
+            ),
+        ),
         Event::MirrorLogStartReset { tp, start } => compact(
             tp.to_string(),
             format!("! mirror restart at source log start {start}"),

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use super::broker::{Broker, Pending};
+use crate::broker::broker::{Broker, Pending};
 use crate::mirror::{MirrorPartitionState as S, mirror_state_partition};
 use crate::protocol::messages::{MirrorTopicResult, ReadMirrorStatesTopic};
 use crate::protocol::metadata::{
@@ -32,7 +32,7 @@ use crate::types::{BrokerId, TopicId, TopicPartition};
 
 /// One `DeleteMirror` being validated.
 #[derive(Clone, Debug)]
-pub(super) struct Validation {
+pub(in crate::broker) struct Validation {
     client: NodeId,
     client_id: CorrelationId,
     mirror: String,
@@ -94,7 +94,7 @@ pub fn blocking_partitions(
 
 impl Broker {
     /// A `DeleteMirror` arrived from `from`.
-    pub(super) fn handle_delete_mirror(
+    pub(in crate::broker) fn handle_delete_mirror(
         &mut self,
         from: NodeId,
         id: CorrelationId,
@@ -205,7 +205,7 @@ impl Broker {
     }
 
     /// An answer (`None`: timed out or failed) to a validation's `ReadMirrorStates`.
-    pub(super) fn on_delete_mirror_states(&mut self, v: u64, resp: Option<Response>) {
+    pub(in crate::broker) fn on_delete_mirror_states(&mut self, v: u64, resp: Option<Response>) {
         let Some(val) = self.delete_mirror.validations.get_mut(&v) else {
             return;
         };

@@ -1,5 +1,5 @@
 //! KIP-1279 ACL sync, one step of the mirror coordinator's metadata-sync round
-//! ([`super::mirror_sync`]; spec kip1279.md A.1 "Metadata sync ... ACLs", B §8.11, §5.2).
+//! ([`super::sync`]; spec kip1279.md A.1 "Metadata sync ... ACLs", B §8.11, §5.2).
 //!
 //! Each round, once phase 1 has found the topics that are desired MIRRORING with a partition
 //! persisted MIRRORING, the coordinator sends `DescribeAcls` (TOPIC resources) to a source
@@ -35,9 +35,9 @@
 
 use std::collections::BTreeSet;
 
-use super::broker::Broker;
-use super::mirror_sync::SyncStep;
-use super::output::Event;
+use super::sync::SyncStep;
+use crate::broker::broker::Broker;
+use crate::broker::output::Event;
 use crate::protocol::acl::{
     AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AclResourceType,
     PatternTypeFilter, WILDCARD_RESOURCE,
@@ -227,7 +227,12 @@ impl Broker {
     }
 
     /// The source's TOPIC ACLs arrived: create and delete on the destination as planned.
-    pub(super) fn on_sync_source_acls(&mut self, mirror: &str, round: u64, resp: Option<Response>) {
+    pub(in crate::broker) fn on_sync_source_acls(
+        &mut self,
+        mirror: &str,
+        round: u64,
+        resp: Option<Response>,
+    ) {
         let Some(Response::DescribeAcls {
             error: ErrorCode::None,
             acls: source,
@@ -261,7 +266,7 @@ impl Broker {
     }
 
     /// Reports a `CreateAcls` / `DeleteAcls` the sync sent (failures retry next round).
-    pub(super) fn on_sync_acls_result(
+    pub(in crate::broker) fn on_sync_acls_result(
         &mut self,
         mirror: &str,
         acls: Vec<AclBinding>,

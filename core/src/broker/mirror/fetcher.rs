@@ -6,10 +6,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::broker::{Broker, Pending};
-use super::output::{Event, TruncationCause};
-use super::timers::TimerId;
-use crate::mirror::{MirrorPartitionState as S, MirrorPartitionStatus};
+use crate::broker::broker::{Broker, Pending};
+use crate::broker::output::{Event, TruncationCause};
+use crate::broker::timers::TimerId;
+use crate::mirror::{
+    DIVERGENCE_FAILED_MESSAGE, DivergenceAction, MirrorPartitionState as S, MirrorPartitionStatus,
+};
 use crate::protocol::messages::{FetchPartition, FetchPartitionResponse};
 use crate::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
 use crate::replication::fetch_follower::truncation_offset;
@@ -57,7 +59,7 @@ pub struct MirrorFetchState {
 
 impl Broker {
     /// Starts (or keeps) mirroring `tp` from the local LEO.
-    pub(super) fn add_to_mirror_fetcher(&mut self, tp: &TopicPartition) {
+    pub(in crate::broker) fn add_to_mirror_fetcher(&mut self, tp: &TopicPartition) {
         let Some(p) = self.partitions.get(tp) else {
             return;
         };
@@ -77,12 +79,12 @@ impl Broker {
     }
 
     /// Stops mirroring `tp` (a response in flight for it is ignored).
-    pub(super) fn remove_from_mirror_fetcher(&mut self, tp: &TopicPartition) {
+    pub(in crate::broker) fn remove_from_mirror_fetcher(&mut self, tp: &TopicPartition) {
         self.mirror_fetch.parts.remove(tp);
     }
 
     /// Asks a source broker for the leaders of the mirror's topics.
-    pub(super) fn refresh_source_metadata(&mut self, mirror: &str) {
+    pub(in crate::broker) fn refresh_source_metadata(&mut self, mirror: &str) {
         if self.mirror_fetch.refreshing.contains(mirror) {
             return;
         }
@@ -142,7 +144,7 @@ impl Broker {
             .retain(|_, (c, l, _)| (*c, *l) != (cluster, broker));
     }
 
-    pub(super) fn on_source_metadata(
+    pub(in crate::broker) fn on_source_metadata(
         &mut self,
         mirror: &str,
         from_broker: BrokerId,
@@ -231,7 +233,7 @@ impl Broker {
             let state = self
                 .mirror_runs
                 .get(&tp)
-                .map(super::mirror_manager::MirrorRun::state);
+                .map(super::manager::MirrorRun::state);
             if matches!(
                 state,
                 Some(S::Mirroring | S::Preparing | S::Paused | S::Pausing)
@@ -242,7 +244,7 @@ impl Broker {
     }
 
     /// Sends a fetch to every source leader with ready partitions and no fetch in flight.
-    pub(super) fn maybe_send_mirror_fetches(&mut self) {
+    pub(in crate::broker) fn maybe_send_mirror_fetches(&mut self) {
         let now = self.now;
         let mut by_leader: BTreeMap<(ClusterIdx, BrokerId), Vec<FetchPartition>> = BTreeMap::new();
         let mut missing_meta: BTreeSet<String> = BTreeSet::new();
@@ -319,7 +321,7 @@ impl Broker {
         }
     }
 
-    pub(super) fn on_mirror_fetch(
+    pub(in crate::broker) fn on_mirror_fetch(
         &mut self,
         cluster: ClusterIdx,
         leader: BrokerId,
@@ -409,7 +411,30 @@ impl Broker {
                 truncate_to: ts.offset,
             });
             self.truncate_replica(&tp, ts.offset, TruncationCause::Mirror);
-            self.reset_mirror_part(&tp);
+            // The design's answer to a source data loss (B §8.3): seed and early keep
+            // mirroring; latest removes the fetcher and waits for every replica
+            // (ULE_RECOVERY) or, with the flag off, fails for good.
+            let flag = self
+                .image
+                .topic_config(&tp.topic, "mirror.support.unclean.leader.election")
+                == Some("true");
+            match self.mirror_design().divergence_policy().action(flag) {
+                DivergenceAction::TruncateAndContinue => self.reset_mirror_part(&tp),
+                DivergenceAction::UleRecovery => {
+                    self.remove_from_mirror_fetcher(&tp);
+                    self.mirror_write(&tp, Some(S::UleRecovery), None);
+                }
+                DivergenceAction::FailNonRetryable => {
+                    self.remove_from_mirror_fetcher(&tp);
+                    self.mirror_fail(&tp, DIVERGENCE_FAILED_MESSAGE);
+                }
+            }
+            return;
+        }
+        // Latest's EPOCH_FENCING check on the highest fetched batch epoch (B §8.4).
+        if let Some(highest) = r.batches.iter().map(|b| b.partition_leader_epoch()).max()
+            && !self.mirror_epoch_check(&tp, highest)
+        {
             return;
         }
         // The source log start may fall inside the first batch (DeleteRecords, retention):
@@ -421,6 +446,7 @@ impl Broker {
         };
         let mut io = Vec::new();
         let mut events = Vec::new();
+        let mut appended = false;
         for b in &r.batches {
             if b.last_offset() < p.log.log_end_offset() {
                 continue;
@@ -435,6 +461,7 @@ impl Broker {
                 p.files
                     .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
             }
+            appended = true;
             events.push(Event::MirrorAppended {
                 tp: tp.clone(),
                 base_offset: b.base_offset(),
@@ -449,6 +476,9 @@ impl Broker {
         self.emit_all(events);
         if ls_moved {
             self.after_log_start_moved(&tp);
+        }
+        if appended {
+            self.mirror_clear_retry_counter(&tp);
         }
         self.reset_mirror_part(&tp);
         // The destination HW advances by its own ISR (as an acks=1 write, prototype).
@@ -498,7 +528,7 @@ impl Broker {
     }
 
     /// Moves a mirror partition to FAILED with a reason (non-retryable).
-    pub(super) fn mirror_fail(&mut self, tp: &TopicPartition, reason: &str) {
+    pub(in crate::broker) fn mirror_fail(&mut self, tp: &TopicPartition, reason: &str) {
         let Some(r) = self.mirror_runs.get_mut(tp) else {
             return;
         };

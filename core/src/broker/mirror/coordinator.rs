@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::broker::Broker;
+use crate::broker::broker::Broker;
 use crate::coordinator::{CoordinatorRecord, build_batch};
 use crate::log::producer_state::AppendOrigin;
 use crate::mirror::{
@@ -29,7 +29,7 @@ pub const BOOTSTRAP_SERVERS_CONFIG: &str = "bootstrap.servers";
 
 /// A write waiting for its records to be replicated.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct MirrorWrite {
+pub(in crate::broker) struct MirrorWrite {
     pub partition: i32,
     pub epoch: LeaderEpoch,
     pub client: (NodeId, CorrelationId),
@@ -39,9 +39,9 @@ pub(super) struct MirrorWrite {
 /// Hosted mirror state stores.
 #[derive(Debug, Default)]
 pub struct MirrorCoordinatorHost {
-    pub(super) stores: BTreeMap<i32, (LeaderEpoch, MirrorStateStore)>,
-    pub(super) writes: BTreeMap<(Offset, u64), MirrorWrite>,
-    pub(super) next: u64,
+    pub(in crate::broker) stores: BTreeMap<i32, (LeaderEpoch, MirrorStateStore)>,
+    pub(in crate::broker) writes: BTreeMap<(Offset, u64), MirrorWrite>,
+    pub(in crate::broker) next: u64,
 }
 
 impl MirrorCoordinatorHost {
@@ -53,12 +53,12 @@ impl MirrorCoordinatorHost {
 }
 
 impl Broker {
-    pub(super) fn mirror_design(&self) -> Design {
+    pub(in crate::broker) fn mirror_design(&self) -> Design {
         self.config.mirror_design
     }
 
     /// (Un)loads the store of a `__mirror_state` partition after a leadership change.
-    pub(super) fn on_mirror_state_leadership(&mut self, tp: &TopicPartition) {
+    pub(in crate::broker) fn on_mirror_state_leadership(&mut self, tp: &TopicPartition) {
         if tp.topic.as_ref() != MIRROR_STATE_TOPIC {
             return;
         }
@@ -120,7 +120,7 @@ impl Broker {
         Some(store)
     }
 
-    pub(super) fn handle_read_mirror_states(
+    pub(in crate::broker) fn handle_read_mirror_states(
         &mut self,
         mirror_name: &str,
         topics: Vec<ReadMirrorStatesTopic>,
@@ -170,7 +170,7 @@ impl Broker {
 
     /// Applies writes to the hosted store and appends the records; the answer goes out once
     /// they are replicated. One partition per request (the mirror manager sends them so).
-    pub(super) fn handle_write_mirror_states(
+    pub(in crate::broker) fn handle_write_mirror_states(
         &mut self,
         from: NodeId,
         id: CorrelationId,
@@ -289,7 +289,7 @@ impl Broker {
 
     /// Answers writes whose records the HW passed; fails writes whose store partition this
     /// broker no longer leads in the write's epoch.
-    pub(super) fn complete_mirror_writes(&mut self) {
+    pub(in crate::broker) fn complete_mirror_writes(&mut self) {
         let keys: Vec<(Offset, u64)> = self.mirror_coord.writes.keys().copied().collect();
         for key in keys {
             let w = &self.mirror_coord.writes[&key];
@@ -317,7 +317,7 @@ impl Broker {
 
     /// A mirror's configs changed: once the mirror is deleted (no config left), the hosted
     /// stores write its tombstones (prototype: brokers write them after DeleteClusterMirror).
-    pub(super) fn on_mirror_config_changed(&mut self, mirror: &str) {
+    pub(in crate::broker) fn on_mirror_config_changed(&mut self, mirror: &str) {
         let exists = self
             .image
             .configs
@@ -348,7 +348,7 @@ impl Broker {
 
     /// LME lookups (`DescribeMirrors` with `last_mirror_epoch_lookups`): for every mirror
     /// defined here whose source is the asking cluster, what the hosted stores know.
-    pub(super) fn handle_describe_mirrors(
+    pub(in crate::broker) fn handle_describe_mirrors(
         &self,
         cluster_id: Option<String>,
         lookups: Vec<(TopicId, Vec<i32>)>,

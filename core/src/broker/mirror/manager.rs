@@ -1,21 +1,20 @@
 //! The mirror metadata manager (KIP-1279 A.1; prototype `MirrorMetadataManager`): for every
 //! mirror partition this broker leads it reads the persisted state from `__mirror_state`,
 //! decides the next state from the desired state (the topic config `mirror.name`), persists
-//! each transition before its side effects, and runs the entry actions: PREPARING (LME
-//! lookup on the other cluster, truncation, ISR wait), MIRRORING (the mirror fetcher),
-//! PAUSING, and STOPPING (the design's stop plan). A new leader re-drives the current state.
+//! each transition before its side effects, and dispatches the entry actions: PREPARING and
+//! ULE_RECOVERY (`alignment`), MIRRORING (the mirror fetcher), PAUSING, STOPPING
+//! (`stopping`), EPOCH_FENCING (`fencing`) and FAILED retries (`retry`). A new leader
+//! re-drives the current state.
 
 use std::collections::BTreeMap;
 
-use super::broker::{Broker, Pending};
-use super::mirror_coordinator::{BOOTSTRAP_SERVERS_CONFIG, SOURCE_CLUSTER_INDEX_CONFIG};
-use super::output::{Event, TruncationCause};
-use super::timers::TimerId;
-use crate::log::producer_state::AppendOrigin;
+use super::coordinator::{BOOTSTRAP_SERVERS_CONFIG, SOURCE_CLUSTER_INDEX_CONFIG};
+use crate::broker::broker::{Broker, Pending};
+use crate::broker::output::Event;
+use crate::broker::timers::TimerId;
 use crate::mirror::{
-    FailbackMarker, LastMirrorEpochsValue, LmeLookup, LookupVerdict, MirrorPartitionState as S,
-    MirrorPartitionStatus, StopStep, TruncationPoint, is_valid_transition, isr_converged,
-    lso_truncation_target, stop_plan, truncation_point,
+    LmeLookup, LookupVerdict, MirrorPartitionState as S, MirrorPartitionStatus, StopStep,
+    is_valid_transition, stop_plan,
 };
 use crate::protocol::messages::{
     MirrorPartitionStateWrite, ReadMirrorStatesTopic, WriteMirrorStatesTopic,
@@ -25,7 +24,7 @@ use crate::protocol::metadata::{
     MIRROR_STATE_TOPIC_PARTITIONS, MirrorMembership,
 };
 use crate::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
-use crate::record::{BatchBuilder, ControlRecord};
+use crate::record::ControlRecord;
 use crate::types::{BrokerId, LeaderEpoch, Offset, TopicId, TopicPartition};
 
 /// Where a mirror partition's driver is.
@@ -41,6 +40,18 @@ pub enum MirrorStep {
     LookupLme(LmeLookup),
     /// PREPARING: waiting until no ISR follower is ahead.
     AwaitIsr,
+    /// ULE_RECOVERY (latest): waiting until no replica at all is ahead.
+    AwaitAllReplicas,
+    /// EPOCH_FENCING (latest): waiting for the metadata to show a leader epoch above `min`;
+    /// `sent` while a BumpLeaderEpochs request is out.
+    Fencing {
+        /// The `MinLeaderEpoch` asked for.
+        min: LeaderEpoch,
+        /// A request is in flight.
+        sent: bool,
+    },
+    /// FAILED (latest): the retry to the previous state is due at this time.
+    RetryAt(crate::time::Instant),
     /// STOPPING: at step `index` of the stop plan, waiting for `wait`.
     Stop {
         /// Index in the plan.
@@ -78,6 +89,8 @@ pub struct MirrorRun {
     pub step: MirrorStep,
     /// Leader epoch this run belongs to.
     pub leader_epoch: LeaderEpoch,
+    /// A proactive EPOCH_FENCING bump is in flight (latest): one at a time.
+    pub proactive_bump_pending: bool,
 }
 
 /// A transition this broker wrote to `__mirror_state` without seeing it succeed (the response
@@ -125,7 +138,7 @@ impl Broker {
     }
 
     /// The mirror membership of a topic, from its `mirror.name` config.
-    pub(super) fn mirror_membership(&self, topic: &str) -> Option<MirrorMembership> {
+    pub(in crate::broker) fn mirror_membership(&self, topic: &str) -> Option<MirrorMembership> {
         self.image
             .topic_config(topic, MIRROR_NAME_CONFIG)
             .and_then(MirrorMembership::parse)
@@ -133,7 +146,7 @@ impl Broker {
 
     /// True while client writes must be refused (the partition is a mirror partition that is
     /// not STOPPED; A.2: read-only is lifted at STOPPED, not when the stop is requested).
-    pub(super) fn is_read_only(&self, tp: &TopicPartition) -> bool {
+    pub(in crate::broker) fn is_read_only(&self, tp: &TopicPartition) -> bool {
         if !self.config.mirror_design.read_only_enforced()
             || self.mirror_membership(&tp.topic).is_none()
         {
@@ -146,7 +159,7 @@ impl Broker {
 
     /// True when the operator asked for a stop of `tp` and this leader has not read the
     /// partition's persisted state yet (it does not know whether it is STOPPED).
-    pub(super) fn mirror_stop_pending_read(&self, tp: &TopicPartition) -> bool {
+    pub(in crate::broker) fn mirror_stop_pending_read(&self, tp: &TopicPartition) -> bool {
         self.mirror_membership(&tp.topic)
             .is_some_and(|m| m.desired == DesiredMirrorState::Stopped)
             && self.mirror_runs.get(tp).is_none_or(|r| r.status.is_none())
@@ -155,7 +168,7 @@ impl Broker {
     /// Whether `make_leader` records the new epoch in the log's epoch cache: not for a mirror
     /// partition while it mirrors (its cache holds source epochs only), yes once the desired
     /// state is STOPPED (prototype `Partition.makeLeader`).
-    pub(super) fn assign_epoch_start_on_leadership(&self, tp: &TopicPartition) -> bool {
+    pub(in crate::broker) fn assign_epoch_start_on_leadership(&self, tp: &TopicPartition) -> bool {
         match self.mirror_membership(&tp.topic) {
             None => true,
             Some(m) => m.desired == DesiredMirrorState::Stopped,
@@ -163,7 +176,7 @@ impl Broker {
     }
 
     /// Leadership or metadata of `tp` changed: start, re-drive or drop its mirror run.
-    pub(super) fn mirror_on_partition(&mut self, tp: &TopicPartition) {
+    pub(in crate::broker) fn mirror_on_partition(&mut self, tp: &TopicPartition) {
         let Some(m) = self.mirror_membership(&tp.topic) else {
             self.drop_mirror_run(tp);
             return;
@@ -198,6 +211,7 @@ impl Broker {
                     status: carried.as_ref().and_then(|r| r.status.clone()),
                     step: MirrorStep::Reading,
                     leader_epoch: epoch,
+                    proactive_bump_pending: false,
                 };
                 self.mirror_runs.insert(tp.clone(), run);
                 self.send_mirror_read(tp);
@@ -206,7 +220,7 @@ impl Broker {
     }
 
     /// The leader epoch of every `__mirror_state` partition in the metadata image.
-    pub(super) fn mirror_state_leader_epochs(&self) -> Vec<Option<LeaderEpoch>> {
+    pub(in crate::broker) fn mirror_state_leader_epochs(&self) -> Vec<Option<LeaderEpoch>> {
         (0..MIRROR_STATE_TOPIC_PARTITIONS)
             .map(|sp| {
                 self.image
@@ -225,7 +239,10 @@ impl Broker {
     /// failback's LME lookup saw STOPPING, and PREPARING never ended). Such runs re-read;
     /// `on_mirror_read` restores what they had confirmed. Runs that still write learn of an
     /// older state from the state-epoch fencing of their next write.
-    pub(super) fn mirror_on_coordinators_moved(&mut self, before: &[Option<LeaderEpoch>]) {
+    pub(in crate::broker) fn mirror_on_coordinators_moved(
+        &mut self,
+        before: &[Option<LeaderEpoch>],
+    ) {
         let moved: Vec<i32> = (0..MIRROR_STATE_TOPIC_PARTITIONS)
             .zip(self.mirror_state_leader_epochs().into_iter().zip(before))
             .filter(|(_, (after, before))| after.is_some() && after != *before)
@@ -302,12 +319,16 @@ impl Broker {
         self.send_request(to, req, Pending::MirrorRead(tp.clone()), 0);
     }
 
-    fn mirror_retry_later(&mut self) {
+    pub(in crate::broker) fn mirror_retry_later(&mut self) {
         let at = self.now.plus_millis(500);
         self.timers.set_if_earlier(TimerId::MirrorRetry, at);
     }
 
-    pub(super) fn on_mirror_read(&mut self, tp: &TopicPartition, resp: Option<Response>) {
+    pub(in crate::broker) fn on_mirror_read(
+        &mut self,
+        tp: &TopicPartition,
+        resp: Option<Response>,
+    ) {
         let data = match resp {
             Some(Response::ReadMirrorStates { error, topics }) if error.is_ok() => topics
                 .into_iter()
@@ -371,9 +392,11 @@ impl Broker {
                 })
             })
         });
+        // A lost first write (UNKNOWN -> PREPARING) is reported too: its PREPARING starts a
+        // mirroring cycle (a failback) that the checkers must see begin (mirror chaos seed
+        // 7825: without it the old source's own tail looked exposed beyond the source).
         if let Some(u) = lost
             && let Some((to, state_epoch, writer)) = status
-            && u.from != S::Unknown
         {
             self.mirror_unconfirmed.remove(tp);
             self.emit(Event::MirrorStateChanged {
@@ -445,7 +468,7 @@ impl Broker {
     }
 
     /// Re-evaluates a run after an outside change (desired state, timer).
-    pub(super) fn mirror_drive(&mut self, tp: &TopicPartition) {
+    pub(in crate::broker) fn mirror_drive(&mut self, tp: &TopicPartition) {
         let Some(r) = self.mirror_runs.get(tp) else {
             return;
         };
@@ -463,18 +486,34 @@ impl Broker {
                 }
             }
             MirrorStep::AwaitIsr => self.prepare_await_isr(tp),
+            MirrorStep::AwaitAllReplicas => self.ule_recovery_continue(tp),
+            MirrorStep::Fencing { .. } => self.epoch_fencing_continue(tp),
+            MirrorStep::RetryAt(_) => self.failed_retry_continue(tp),
             MirrorStep::Stop { .. } => self.stop_continue(tp),
         }
     }
 
     /// Decides the next state (prototype `applyStateTransition`) and either persists a
     /// transition or re-runs the current state's action (`redrive`: after a read).
-    fn mirror_drive_from_state(&mut self, tp: &TopicPartition, redrive: bool) {
+    pub(in crate::broker) fn mirror_drive_from_state(
+        &mut self,
+        tp: &TopicPartition,
+        redrive: bool,
+    ) {
         let Some(r) = self.mirror_runs.get(tp) else {
             return;
         };
         let current = r.state();
         let target = match (current, r.desired) {
+            // Latest re-asserts FAILED before it looks at the desired state (B §7.4 step 2):
+            // only a retry (or RecoverMirrorTopics) leaves FAILED. A failure that stands for
+            // a lost state (this model's UNKNOWN + desired STOPPED path) still stops.
+            (S::Failed, DesiredMirrorState::Stopped)
+                if !self.mirror_design().stop_overrides_failed()
+                    && !state_was_lost(r.status.as_ref()) =>
+            {
+                S::Failed
+            }
             (S::Failed, DesiredMirrorState::Stopped) => S::Stopping,
             // Stopped is desired but no state is recorded: the `__mirror_state` record was lost
             // (a single-replica coordinator partition that lost unflushed data) or the
@@ -527,7 +566,7 @@ impl Broker {
     }
 
     /// Persists a transition (and/or the failback marker) at the coordinator.
-    fn mirror_write(
+    pub(in crate::broker) fn mirror_write(
         &mut self,
         tp: &TopicPartition,
         target: Option<S>,
@@ -538,7 +577,7 @@ impl Broker {
 
     /// [`Self::mirror_write`] carrying an error message and retry counter (a FAILED reason is
     /// `(reason, -1)`: non-retryable).
-    fn mirror_write_with(
+    pub(in crate::broker) fn mirror_write_with(
         &mut self,
         tp: &TopicPartition,
         target: Option<S>,
@@ -594,11 +633,11 @@ impl Broker {
     }
 
     /// Persists FAILED with a reason (non-retryable).
-    pub(super) fn mirror_write_failed(&mut self, tp: &TopicPartition, reason: &str) {
+    pub(in crate::broker) fn mirror_write_failed(&mut self, tp: &TopicPartition, reason: &str) {
         self.mirror_write_with(tp, Some(S::Failed), None, Some((reason, -1)));
     }
 
-    pub(super) fn on_mirror_write(
+    pub(in crate::broker) fn on_mirror_write(
         &mut self,
         tp: &TopicPartition,
         target: Option<S>,
@@ -711,7 +750,26 @@ impl Broker {
                 }
                 self.stop_continue(tp);
             }
-            S::Paused | S::Stopped | S::Failed | S::Unknown | S::EpochFencing | S::UleRecovery => {
+            S::EpochFencing => {
+                self.remove_from_mirror_fetcher(tp);
+                if let Some(r) = self.mirror_runs.get_mut(tp) {
+                    r.step = MirrorStep::Fencing {
+                        min: LeaderEpoch(-1),
+                        sent: false,
+                    };
+                }
+                self.epoch_fencing_continue(tp);
+            }
+            S::UleRecovery => {
+                self.remove_from_mirror_fetcher(tp);
+                self.ule_recovery_continue(tp);
+            }
+            S::Failed => {
+                self.remove_from_mirror_fetcher(tp);
+                self.failed_schedule_retry(tp);
+                self.mirror_drive_from_state(tp, false);
+            }
+            S::Paused | S::Stopped | S::Unknown => {
                 self.remove_from_mirror_fetcher(tp);
                 // A desired-state change that arrived while writing is picked up now.
                 self.mirror_drive_from_state(tp, false);
@@ -722,7 +780,10 @@ impl Broker {
     // ------------------------------------------------------------------ source cluster
 
     /// The source cluster of a mirror and its bootstrap brokers (mirror configs).
-    pub(super) fn mirror_source(&self, mirror: &str) -> Option<(ClusterIdx, Vec<BrokerId>)> {
+    pub(in crate::broker) fn mirror_source(
+        &self,
+        mirror: &str,
+    ) -> Option<(ClusterIdx, Vec<BrokerId>)> {
         let cfg = self
             .image
             .configs
@@ -736,501 +797,8 @@ impl Broker {
         Some((cluster, brokers))
     }
 
-    // ------------------------------------------------------------------ PREPARING
-
-    /// Asks every source broker for the LME (each answers from the `__mirror_state` it
-    /// hosts; the answer is the max), prototype `describeClusterMirrors` lookup.
-    fn prepare_lookup(&mut self, tp: &TopicPartition) {
-        let Some(r) = self.mirror_runs.get(tp) else {
-            return;
-        };
-        let Some((source, brokers)) = self.mirror_source(&r.mirror) else {
-            self.mirror_retry_later();
-            return;
-        };
-        let topic_id = r.topic_id;
-        let me = self.config.cluster.0.to_string();
-        let r = self.mirror_runs.get_mut(tp).expect("run");
-        r.step = MirrorStep::LookupLme(LmeLookup::new(
-            &tp.topic,
-            tp.partition,
-            brokers.iter().copied(),
-        ));
-        for b in brokers {
-            let req = Request::DescribeMirrors {
-                mirror_names: None,
-                cluster_id: Some(me.clone()),
-                last_mirror_epoch_lookups: vec![(topic_id, vec![tp.partition])],
-            };
-            self.send_request(
-                NodeId::broker(source, b),
-                req,
-                Pending::MirrorLookup {
-                    tp: tp.clone(),
-                    broker: b,
-                },
-                0,
-            );
-        }
-    }
-
-    pub(super) fn on_mirror_lookup(
-        &mut self,
-        tp: &TopicPartition,
-        broker: BrokerId,
-        resp: Option<Response>,
-    ) {
-        let Some(r) = self.mirror_runs.get_mut(tp) else {
-            return;
-        };
-        let MirrorStep::LookupLme(lookup) = &mut r.step else {
-            return;
-        };
-        match resp {
-            Some(Response::DescribeMirrors { mirrors }) => lookup.on_answer(broker, &mirrors),
-            // Unreachable broker: left out of this round (see `LmeLookup`).
-            _ => lookup.on_unreachable(broker),
-        }
-        match lookup.verdict() {
-            LookupVerdict::Waiting => {}
-            LookupVerdict::Loop(m) => {
-                r.step = MirrorStep::Idle;
-                self.mirror_fail(tp, &format!("Detected mirror loop for mirror: {m}"));
-            }
-            LookupVerdict::Retry(_) => {
-                r.step = MirrorStep::Idle;
-                self.mirror_retry_later();
-            }
-            LookupVerdict::Truncate(best) => self.prepare_truncate(tp, best),
-        }
-    }
-
-    /// Truncates at the start of the first epoch above the LME (or per the design's marker).
-    fn prepare_truncate(&mut self, tp: &TopicPartition, (lme, lmo): (i32, i64)) {
-        let design = self.mirror_design();
-        let marker = design.failback_marker().marker(LastMirrorEpochsValue {
-            last_mirror_epoch: lme,
-            last_mirror_offset: lmo,
-        });
-        let Some(p) = self.partitions.get(tp) else {
-            return;
-        };
-        let mut point = truncation_point(p.log.epoch_cache(), p.log.log_end_offset(), marker);
-        // Design lab ablation `no-lme-truncation`: keep the tail above the LME.
-        if !design.prepare_truncates_above_lme() && matches!(point, TruncationPoint::At(_)) {
-            point = TruncationPoint::Nothing;
-        }
-        let lme_known = !matches!(
-            marker,
-            FailbackMarker::Lme(None) | FailbackMarker::Lmo(None)
-        );
-        match point {
-            TruncationPoint::Fully => {
-                if p.log.log_end_offset() > Offset(0) || !lme_known {
-                    self.truncate_replica_fully(tp, Offset(0), TruncationCause::Mirror);
-                }
-            }
-            TruncationPoint::At(o) => self.truncate_replica(tp, o, TruncationCause::Mirror),
-            TruncationPoint::Nothing => {
-                // The first epoch above the LME may start at the LEO with no record in it: the
-                // `(epoch, LEO)` entry this replica added when it last became leader of a
-                // writable topic (kafka-semantics §1.1 "become leader"). Truncating "at the
-                // start offset of the first epoch beyond the LME" (A.1) is then
-                // `truncateTo(LEO)`, which keeps every record but still trims the cache from
-                // the end (Kafka `UnifiedLog.truncateTo`, target >= LEO; kafka-semantics §2.4
-                // (b)). Without it the mirror fetch sends that local-only epoch as
-                // `LastFetchedEpoch`; the source has no such epoch, answers
-                // OFFSET_OUT_OF_RANGE, and the tail the source never had (epoch <= LME) is
-                // never cut by divergence: failback never converges (mirror chaos seed 12).
-                let above_lme = match marker {
-                    FailbackMarker::Lme(Some(e))
-                    | FailbackMarker::Position { epoch: Some(e), .. } => {
-                        p.log.epoch_cache().first_entry_above(e).is_some()
-                    }
-                    _ => false,
-                };
-                if above_lme && design.prepare_truncates_above_lme() {
-                    let leo = p.log.log_end_offset();
-                    self.truncate_replica(tp, leo, TruncationCause::Mirror);
-                }
-            }
-        }
-        self.emit(Event::MirrorAligned {
-            tp: tp.clone(),
-            last_mirrored_epoch: lme,
-            log_end_offset: self.partitions[tp].log.log_end_offset(),
-        });
-        if let Some(r) = self.mirror_runs.get_mut(tp) {
-            r.step = MirrorStep::AwaitIsr;
-        }
-        self.prepare_await_isr(tp);
-    }
-
-    /// True when no ISR follower is ahead of the leader (prototype
-    /// `maybeCompleteReplicaConvergence`).
-    fn followers_converged(&self, tp: &TopicPartition) -> bool {
-        let Some(p) = self.partitions.get(tp) else {
-            return false;
-        };
-        let Some(l) = p.leader_state() else {
-            return false;
-        };
-        let isr = l.isr.maximal_isr();
-        // A follower whose LEO is unknown (-1: it has not fetched since this leader epoch
-        // began, e.g. right after the stop's epoch bump or a leader change) may still hold
-        // the tail the leader just truncated: count it as ahead until it fetches.
-        let followers: Vec<(BrokerId, Offset, bool)> = l
-            .followers
-            .iter()
-            .map(|(b, st)| {
-                let leo = if st.log_end_offset.0 < 0 {
-                    Offset(i64::MAX)
-                } else {
-                    st.log_end_offset
-                };
-                (*b, leo, isr.contains(b))
-            })
-            .collect();
-        // `mirror.support.unclean.leader.election=true`: every replica, not only the ISR,
-        // must have converged (B §8.1 step 4).
-        let wait_all = self
-            .image
-            .topic_config(&tp.topic, "mirror.support.unclean.leader.election")
-            == Some("true");
-        isr_converged(
-            p.log.log_end_offset(),
-            &followers,
-            wait_all,
-            p.replicas.len(),
-            isr.len(),
-            self.min_isr(tp),
-        )
-    }
-
-    fn prepare_await_isr(&mut self, tp: &TopicPartition) {
-        let wait = self.mirror_design().prepare_waits_for_isr();
-        if wait && !self.followers_converged(tp) {
-            // Re-checked on every follower fetch, and periodically (an ISR shrink).
-            self.mirror_retry_later();
-            return;
-        }
-        if let Some(r) = self.mirror_runs.get_mut(tp) {
-            r.step = MirrorStep::Idle;
-        }
-        self.mirror_write(tp, Some(S::Mirroring), None);
-    }
-
-    /// A follower fetched: runs waiting on ISR convergence may proceed.
-    pub(super) fn mirror_on_follower_progress(&mut self, tp: &TopicPartition) {
-        let waiting = self.mirror_runs.get(tp).is_some_and(|r| {
-            matches!(r.step, MirrorStep::AwaitIsr)
-                || matches!(
-                    r.step,
-                    MirrorStep::Stop {
-                        wait: StopWait::Start,
-                        ..
-                    }
-                )
-                || matches!(
-                    r.step,
-                    MirrorStep::Stop {
-                        wait: StopWait::Replicated(_),
-                        ..
-                    }
-                )
-        });
-        if waiting {
-            self.mirror_drive(tp);
-        }
-    }
-
-    // ------------------------------------------------------------------ STOPPING
-
-    /// Runs the stop plan from the current step until a step has to wait.
-    fn stop_continue(&mut self, tp: &TopicPartition) {
-        let plan = stop_plan(&self.mirror_design());
-        loop {
-            let Some(r) = self.mirror_runs.get(tp) else {
-                return;
-            };
-            let MirrorStep::Stop { index, wait } = r.step.clone() else {
-                return;
-            };
-            let Some(step) = plan.get(index).copied() else {
-                return;
-            };
-            let done = self.stop_step(tp, step, &wait);
-            if !done {
-                return;
-            }
-            if step == StopStep::MarkStopped {
-                return;
-            }
-            if let Some(r) = self.mirror_runs.get_mut(tp) {
-                r.step = MirrorStep::Stop {
-                    index: index + 1,
-                    wait: StopWait::Start,
-                };
-            }
-        }
-    }
-
-    /// One stop step; true when it completed now.
-    fn stop_step(&mut self, tp: &TopicPartition, step: StopStep, wait: &StopWait) -> bool {
-        let index = match self.mirror_runs.get(tp).map(|r| &r.step) {
-            Some(MirrorStep::Stop { index, .. }) => *index,
-            _ => return false,
-        };
-        match step {
-            StopStep::RemoveFetchers => {
-                self.remove_from_mirror_fetcher(tp);
-                true
-            }
-            StopStep::BumpLeaderEpoch => {
-                let Some(p) = self.partitions.get(tp) else {
-                    return false;
-                };
-                // MinLeaderEpoch = the latest epoch in the log (of a batch: the trailing entry
-                // `makeLeader` adds for the bumped epoch holds no record); done once the
-                // partition's leader epoch is above it (A.2).
-                let min = LeaderEpoch(greatest_epoch_with_records(&p.log));
-                if p.leader_epoch > min {
-                    return true;
-                }
-                if !matches!(wait, StopWait::Bump(_)) {
-                    let req = Request::BumpLeaderEpochs {
-                        partitions: vec![(tp.clone(), min)],
-                    };
-                    let controller = self.controller();
-                    self.send_request(controller, req, Pending::BumpLeaderEpochs(tp.clone()), 0);
-                    if let Some(r) = self.mirror_runs.get_mut(tp) {
-                        r.step = MirrorStep::Stop {
-                            index,
-                            wait: StopWait::Bump(min),
-                        };
-                    }
-                }
-                false
-            }
-            StopStep::TruncateToLso => {
-                let cut = self
-                    .partitions
-                    .get(tp)
-                    .map(|p| (lso_truncation_target(&p.log), p.log.log_end_offset()))
-                    .filter(|(lso, leo)| lso < leo);
-                // Nothing above the LSO: nothing to cut. Kafka's `truncateTo(t >= LEO)` would
-                // still trim the epoch cache from the end, and on this leader that removes the
-                // `(epoch, LEO)` entry `makeLeader` gave its own epoch (Kafka never truncates a
-                // leader; only this step does). A stop that then appends nothing (its PID reset
-                // already at the log end) leaves a leader whose cache ends below its epoch: a
-                // follower that holds a later epoch gets OFFSET_OUT_OF_RANGE for ever, its
-                // divergence never found (mirror chaos seed 60172).
-                if let Some((lso, _)) = cut {
-                    self.truncate_replica(tp, lso, TruncationCause::Mirror);
-                    self.reassign_own_epoch(tp);
-                }
-                true
-            }
-            StopStep::WaitForIsr => {
-                // Re-checked on every follower fetch, and periodically: a dead follower never
-                // fetches, and only leaving the ISR lets the stop go on.
-                let done = self.followers_converged(tp);
-                if !done {
-                    self.mirror_retry_later();
-                }
-                done
-            }
-            StopStep::WriteAbortMarkers => {
-                let done = self.write_abort_markers(tp);
-                if !done {
-                    self.mirror_retry_later();
-                }
-                done
-            }
-            StopStep::RecordLastMirror => {
-                if matches!(wait, StopWait::Recording) {
-                    return false;
-                }
-                // A stop that runs because the partition's state was lost (a `__mirror_state`
-                // record gone with a declared loss while the topic was already STOPPED and
-                // writable) cannot tell mirrored records from the partition's own writes: the
-                // log's greatest epoch may be one the source never had, which the LME must not
-                // claim ("the greatest leader epoch ... the destination cluster recognizes from
-                // the source cluster", B §4.2). It records nothing: the coordinator keeps what
-                // it still has, or answers -1 and a failback copies everything (A.1, "LME
-                // -1 ... truncate everything"), which is always safe. Mirror chaos seed 3212:
-                // a stop on an empty log (epoch 0 kept), local writes in epoch 0, the state
-                // lost, the re-run stop recorded LME 0 and the failback kept the old source's
-                // own epoch 0 under the new primary's.
-                let lost = self
-                    .mirror_runs
-                    .get(tp)
-                    .is_some_and(|r| state_was_lost(r.status.as_ref()));
-                if lost {
-                    return true;
-                }
-                // The LME is the greatest epoch that has records (a trailing entry of the
-                // bumped destination epoch at the LEO holds none). A re-driven stop may find
-                // its own MIRROR_PID_RESET (destination epoch) already at the log end: the LME
-                // and offset are those of the mirrored log before it.
-                let Some((lme, leo)) = self.mirrored_position(tp) else {
-                    return false;
-                };
-                if let Some(r) = self.mirror_runs.get_mut(tp) {
-                    r.step = MirrorStep::Stop {
-                        index,
-                        wait: StopWait::Recording,
-                    };
-                }
-                self.emit(Event::MirrorLastMirroredEpoch {
-                    tp: tp.clone(),
-                    last_mirrored_epoch: LeaderEpoch(lme),
-                    log_end_offset: leo,
-                });
-                self.mirror_write(tp, None, Some((lme, leo.0)));
-                false
-            }
-            StopStep::AppendPidReset => {
-                if let StopWait::Replicated(required) = wait {
-                    return self
-                        .partitions
-                        .get(tp)
-                        .is_some_and(|p| p.log.high_watermark() >= *required);
-                }
-                // Idempotent re-drive: this stop's reset already at the log end is not written
-                // twice (a reset mirrored from the other cluster names another source).
-                let source = self
-                    .mirror_source_cluster(tp)
-                    .map_or_else(String::new, |c| c.0.to_string());
-                let already = self
-                    .partitions
-                    .get(tp)
-                    .and_then(|p| p.log.batches().next_back().cloned());
-                let required = match already {
-                    Some(b)
-                        if b.control_record() == Some(ControlRecord::MirrorPidReset)
-                            && (source.is_empty()
-                                || b.mirror_pid_reset_source().is_some_and(|s| s == source)) =>
-                    {
-                        b.next_offset()
-                    }
-                    _ => {
-                        let batch = BatchBuilder::new()
-                            .build_mirror_pid_reset(&source, self.now.as_millis());
-                        match self.append_leader(tp, &batch, AppendOrigin::Coordinator) {
-                            Ok(info) => info.last_offset.plus(1),
-                            Err(_) => {
-                                self.mirror_retry_later();
-                                return false;
-                            }
-                        }
-                    }
-                };
-                if let Some(r) = self.mirror_runs.get_mut(tp) {
-                    r.step = MirrorStep::Stop {
-                        index,
-                        wait: StopWait::Replicated(required),
-                    };
-                }
-                self.partitions
-                    .get(tp)
-                    .is_some_and(|p| p.log.high_watermark() >= required)
-            }
-            StopStep::MarkStopped => {
-                self.mirror_write(tp, Some(S::Stopped), None);
-                true
-            }
-        }
-    }
-
-    /// `(LME, end offset)` of `tp`'s mirrored log as this stop records it
-    /// ([`last_mirrored_position`] with this mirror's source cluster).
-    fn mirrored_position(&self, tp: &TopicPartition) -> Option<(i32, Offset)> {
-        let p = self.partitions.get(tp)?;
-        let source = self.mirror_source_cluster(tp).map(|c| c.0.to_string());
-        Some(last_mirrored_position(&p.log, source.as_deref()))
-    }
-
-    /// After this leader cut its own log: its epoch's start moves to the new LEO, as
-    /// `makeLeader` would have put it (the cut trimmed the entry from the end). Only where
-    /// `makeLeader` assigns the epoch (a stopping partition whose log holds no later epoch).
-    fn reassign_own_epoch(&mut self, tp: &TopicPartition) {
-        if !self.assign_epoch_start_on_leadership(tp) {
-            return;
-        }
-        let Some(p) = self.partitions.get_mut(tp).filter(|p| p.is_leader()) else {
-            return;
-        };
-        let epoch = p.leader_epoch;
-        if p.log.latest_epoch().is_some_and(|e| e >= epoch) || epoch.0 < 0 {
-            return;
-        }
-        let leo = p.log.log_end_offset();
-        if p.log.maybe_assign_epoch_start_offset(epoch, leo) == Ok(true) {
-            let mut io = Vec::new();
-            p.files
-                .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
-            self.io(io);
-        }
-    }
-
-    /// Latest design: ABORT markers for every open transaction (prototype
-    /// `abortOngoingTransactions`), one per producer. Each carries the producer's epoch and
-    /// the coordinator epoch of its state entry (kip1279.md B §8.5: "take them from the PSM
-    /// entry"): Kafka's WriteTxnMarkers check refuses a marker whose coordinator epoch is
-    /// below the entry's, and a marker written with -1 to a producer whose transactions a
-    /// coordinator had already ended was refused while the stop went on to STOPPED with the
-    /// transaction still open. Returns false (the step is retried) if any append failed;
-    /// the markers already written ended their transactions, so a retry writes only the rest.
-    fn write_abort_markers(&mut self, tp: &TopicPartition) -> bool {
-        let Some(p) = self.partitions.get(tp) else {
-            return false;
-        };
-        let open: Vec<(crate::types::ProducerId, crate::types::ProducerEpoch, i32)> = p
-            .log
-            .producer_state()
-            .ongoing_txns()
-            .values()
-            .filter_map(|t| {
-                p.log
-                    .producer_state()
-                    .last_entry(t.producer_id)
-                    .map(|e| (t.producer_id, e.producer_epoch, e.coordinator_epoch))
-            })
-            .collect();
-        let mut ok = true;
-        for (pid, epoch, coordinator_epoch) in open {
-            let batch = BatchBuilder::transactional(pid, epoch, crate::types::Sequence::NONE)
-                .build_control(
-                    ControlRecord::abort(coordinator_epoch),
-                    self.now.as_millis(),
-                );
-            ok &= self
-                .append_leader(tp, &batch, AppendOrigin::Coordinator)
-                .is_ok();
-        }
-        ok
-    }
-
-    pub(super) fn on_bump_response(&mut self, tp: &TopicPartition) {
-        // Completion is observed through metadata (epoch above the minimum); a failed request
-        // is retried by the re-drive.
-        if let Some(r) = self.mirror_runs.get_mut(tp)
-            && let MirrorStep::Stop {
-                index,
-                wait: StopWait::Bump(_),
-            } = r.step
-        {
-            r.step = MirrorStep::Stop {
-                index,
-                wait: StopWait::Start,
-            };
-        }
-        self.mirror_retry_later();
-    }
-
     /// Periodic re-drive of mirror runs that wait on something outside.
-    pub(super) fn on_mirror_retry(&mut self) {
+    pub(in crate::broker) fn on_mirror_retry(&mut self) {
         let tps: Vec<TopicPartition> = self.mirror_runs.keys().cloned().collect();
         for tp in tps {
             let Some(r) = self.mirror_runs.get(&tp) else {
@@ -1253,12 +821,12 @@ impl Broker {
 
 /// The greatest epoch of a batch in the log (-1 if none): the cache's latest entry may be a
 /// leader's own epoch assigned at the LEO before any record.
-fn greatest_epoch_with_records(log: &crate::log::PartitionLog) -> i32 {
+pub(in crate::broker) fn greatest_epoch_with_records(log: &crate::log::PartitionLog) -> i32 {
     greatest_epoch_below(log, log.log_end_offset())
 }
 
 /// The greatest epoch with a record below `end` (-1 if none).
-fn greatest_epoch_below(log: &crate::log::PartitionLog, end: Offset) -> i32 {
+pub(in crate::broker) fn greatest_epoch_below(log: &crate::log::PartitionLog, end: Offset) -> i32 {
     log.epoch_cache()
         .epoch_for_offset(end.plus(-1))
         .map_or(-1, |e| e.0)
@@ -1268,7 +836,7 @@ fn greatest_epoch_below(log: &crate::log::PartitionLog, end: Offset) -> i32 {
 const LOST_STATE_REASON: &str = "no mirror state recorded while the topic is stopped";
 
 /// The status is FAILED, or the stop that follows it, because the state was lost.
-fn state_was_lost(status: Option<&MirrorPartitionStatus>) -> bool {
+pub(in crate::broker) fn state_was_lost(status: Option<&MirrorPartitionStatus>) -> bool {
     status.is_some_and(|s| {
         matches!(s.state, S::Failed | S::Stopping)
             && s.error_message.as_deref() == Some(LOST_STATE_REASON)
@@ -1292,7 +860,10 @@ fn state_was_lost(status: Option<&MirrorPartitionStatus>) -> bool {
 /// the epoch below a mirrored reset records an LME the other cluster's writes sit above, and
 /// the next failback cuts (and re-copies) acknowledged writes for nothing
 /// (`s06_double_failover_ping_pong`).
-fn last_mirrored_position(log: &crate::log::PartitionLog, source: Option<&str>) -> (i32, Offset) {
+pub(in crate::broker) fn last_mirrored_position(
+    log: &crate::log::PartitionLog,
+    source: Option<&str>,
+) -> (i32, Offset) {
     let own_reset = match source {
         Some(source) => log
             .batches()

@@ -48,9 +48,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::broker::{Broker, Pending};
-use super::output::Event;
-use super::timers::TimerId;
+use crate::broker::broker::{Broker, Pending};
+use crate::broker::output::Event;
+use crate::broker::timers::TimerId;
 use crate::mirror::{
     MirrorPartitionState as S, mirror_coordinator_partition, mirror_state_partition,
 };
@@ -89,7 +89,7 @@ pub const DEFAULT_TOPIC_PROPERTIES_EXCLUDE: &[&str] = &[
 
 /// What one outstanding metadata-sync request was for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum SyncStep {
+pub(in crate::broker) enum SyncStep {
     /// Phase 1: `Metadata` of the mirror's topics at a source broker.
     SourceMetadata,
     /// Phase 1: `ReadMirrorStates` at a `__mirror_state` leader.
@@ -166,11 +166,11 @@ impl SyncRound {
 #[derive(Clone, Debug, Default)]
 pub struct MirrorSyncHost {
     /// The current round per mirror this broker coordinates.
-    pub(super) rounds: BTreeMap<String, SyncRound>,
+    pub(in crate::broker) rounds: BTreeMap<String, SyncRound>,
     /// Rounds started so far (ids).
-    pub(super) started: u64,
+    pub(in crate::broker) started: u64,
     /// Rotates the source bootstrap broker.
-    pub(super) cursor: usize,
+    pub(in crate::broker) cursor: usize,
 }
 
 impl MirrorSyncHost {
@@ -253,7 +253,7 @@ impl Broker {
         &self.mirror_sync
     }
 
-    pub(super) fn mirror_config(&self, mirror: &str, key: &str) -> Option<&str> {
+    pub(in crate::broker) fn mirror_config(&self, mirror: &str, key: &str) -> Option<&str> {
         self.image
             .configs
             .get(&ConfigResource::Mirror(mirror.to_string()))?
@@ -269,7 +269,7 @@ impl Broker {
     }
 
     /// True when this broker leads the mirror's coordinator partition of `__mirror_state`.
-    pub(super) fn is_mirror_coordinator(&self, mirror: &str) -> bool {
+    pub(in crate::broker) fn is_mirror_coordinator(&self, mirror: &str) -> bool {
         let tp = TopicPartition::new(
             MIRROR_STATE_TOPIC,
             mirror_coordinator_partition(mirror, MIRROR_STATE_TOPIC_PARTITIONS),
@@ -285,14 +285,14 @@ impl Broker {
     }
 
     /// True while `topic`'s `mirror.name` says: mirror it with `mirror`.
-    pub(super) fn desired_mirroring(&self, mirror: &str, topic: &str) -> bool {
+    pub(in crate::broker) fn desired_mirroring(&self, mirror: &str, topic: &str) -> bool {
         self.mirror_membership(topic)
             .is_some_and(|m| m.mirror_name == mirror && m.desired == DesiredMirrorState::Mirroring)
     }
 
     /// After metadata was applied: arms the sync timer of every mirror this broker now
     /// coordinates, and drops the timers and rounds of the ones it no longer does.
-    pub(super) fn mirror_sync_on_metadata(&mut self) {
+    pub(in crate::broker) fn mirror_sync_on_metadata(&mut self) {
         let mirrors: Vec<String> = self
             .image
             .configs
@@ -317,7 +317,7 @@ impl Broker {
     }
 
     /// The sync timer of `mirror` fired: re-arm it and start a round if still coordinator.
-    pub(super) fn on_mirror_sync_timer(&mut self, mirror: &str) {
+    pub(in crate::broker) fn on_mirror_sync_timer(&mut self, mirror: &str) {
         if !self.mirror_exists(mirror) || !self.is_mirror_coordinator(mirror) {
             self.mirror_sync.rounds.remove(mirror);
             return;
@@ -329,7 +329,7 @@ impl Broker {
         self.start_sync_round(mirror);
     }
 
-    pub(super) fn sync_send(
+    pub(in crate::broker) fn sync_send(
         &mut self,
         mirror: &str,
         round: u64,
@@ -444,7 +444,7 @@ impl Broker {
     }
 
     /// An answer (`None`: timed out) to a metadata-sync request.
-    pub(super) fn on_mirror_sync_response(
+    pub(in crate::broker) fn on_mirror_sync_response(
         &mut self,
         mirror: &str,
         round: u64,
@@ -782,7 +782,7 @@ impl Broker {
     }
 
     /// Answers `DescribeTopicConfigs` from the metadata image.
-    pub(super) fn handle_describe_topic_configs(&self, topics: Vec<String>) -> Response {
+    pub(in crate::broker) fn handle_describe_topic_configs(&self, topics: Vec<String>) -> Response {
         let topics = topics
             .into_iter()
             .map(|t| {
@@ -802,7 +802,7 @@ impl Broker {
     }
 
     /// Answers `ListGroups` from the group coordinators hosted here.
-    pub(super) fn handle_list_groups(&self) -> Response {
+    pub(in crate::broker) fn handle_list_groups(&self) -> Response {
         let groups: BTreeSet<String> = self
             .coord
             .group
@@ -829,5 +829,5 @@ fn topic_error(resp: Option<&Response>) -> ErrorCode {
 }
 
 #[cfg(test)]
-#[path = "mirror_sync_test.rs"]
+#[path = "sync_test.rs"]
 mod tests;

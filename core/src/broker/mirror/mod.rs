@@ -1,0 +1,26 @@
+//! The broker's KIP-1279 mirror drivers, one file per concern. The states' entry actions are
+//! grouped by state family, and a design's differences are answered by
+//! [`Design`](crate::mirror::Design), never by matching on the preset here.
+//!
+//! - [`manager`]: mirror runs, the `__mirror_state` read/write cycle, next-state decisions and
+//!   entry-action dispatch.
+//! - `alignment`: PREPARING / LOG_ALIGNMENT (marker lookup, truncation, convergence wait) and
+//!   latest's ULE_RECOVERY.
+//! - `stopping`: STOPPING, the stop plan.
+//! - `fencing`: latest's EPOCH_FENCING and proactive epoch bumps.
+//! - `retry`: latest's FAILED retries.
+//! - [`fetcher`]: the mirror fetcher (MIRRORING).
+//! - [`coordinator`]: the `__mirror_state` coordinator.
+//! - [`sync`], [`acl_sync`]: metadata sync (configs, group offsets, ACLs).
+//! - [`delete_mirror`], the DeleteMirror RPC.
+
+pub mod acl_sync;
+mod alignment;
+pub mod coordinator;
+pub mod delete_mirror;
+mod fencing;
+pub mod fetcher;
+pub mod manager;
+mod retry;
+mod stopping;
+pub mod sync;

@@ -1,0 +1,109 @@
+//! FAILED with retries (kip1279.md A.3 `latest`, B §7.3-§7.4 `schedulePartitionRetry`): a
+//! retryable failure returns to its previous state after an exponential backoff; the seed and
+//! early designs never retry (FAILED is for non-retryable conditions).
+
+use crate::broker::broker::Broker;
+use crate::broker::output::Event;
+use crate::broker::timers::TimerId;
+use crate::mirror::{MirrorPartitionState as S, MirrorPartitionStatus, is_valid_transition};
+use crate::types::TopicPartition;
+
+use super::manager::MirrorStep;
+
+impl Broker {
+    // ------------------------------------------------------------------ FAILED retries
+
+    /// FAILED entry action (B §7.3 `schedulePartitionRetry`): with the design's retries, a
+    /// retryable failure goes back to its previous state (PREPARING when there is none) after
+    /// an exponential backoff. The prototype adds 20 % jitter; the core has no randomness, so
+    /// the delay is exact. No retry when non-retryable, when the attempts are used up
+    /// (`mirror.failed.retry.max.attempts`: "requires manual intervention"), or when the
+    /// previous state cannot be entered from FAILED (B §7.6-2: the retry is skipped and the
+    /// partition stays FAILED).
+    pub(in crate::broker) fn failed_schedule_retry(&mut self, tp: &TopicPartition) {
+        let retry = self.mirror_design().failed_retry();
+        let Some(r) = self.mirror_runs.get_mut(tp) else {
+            return;
+        };
+        let Some(status) = r.status.as_ref() else {
+            return;
+        };
+        let Some(delay) = retry.retry_delay_ms(status.retry_attempt) else {
+            return;
+        };
+        let at = self.now.plus_millis(delay);
+        r.step = MirrorStep::RetryAt(at);
+        self.timers.set_if_earlier(TimerId::MirrorRetry, at);
+    }
+
+    /// The retry timer of a FAILED run fired (or a re-drive came early).
+    pub(in crate::broker) fn failed_retry_continue(&mut self, tp: &TopicPartition) {
+        let Some(r) = self.mirror_runs.get(tp) else {
+            return;
+        };
+        let MirrorStep::RetryAt(at) = r.step else {
+            return;
+        };
+        if self.now < at {
+            self.timers.set_if_earlier(TimerId::MirrorRetry, at);
+            return;
+        }
+        let Some(status) = r.status.clone() else {
+            return;
+        };
+        let target = match status.previous_state {
+            S::Unknown => S::Preparing,
+            s => s,
+        };
+        let design = self.config.mirror_design;
+        if let Some(r) = self.mirror_runs.get_mut(tp) {
+            r.step = MirrorStep::Idle;
+        }
+        if !is_valid_transition(&design, S::Failed, target) {
+            self.emit(Event::MirrorRetrySkipped {
+                tp: tp.clone(),
+                target,
+                attempt: status.retry_attempt,
+            });
+            return;
+        }
+        // The retry keeps the attempt counter: only a successful fetch clears it (B §7.4
+        // `clearFailedStateAndPersist`), so a partition that fails again backs off longer.
+        let reason = status.error_message.clone().unwrap_or_default();
+        self.mirror_write_with(
+            tp,
+            Some(target),
+            None,
+            Some((&reason, status.retry_attempt)),
+        );
+    }
+
+    /// Persists FAILED for a condition the design may retry: the attempt counter is the
+    /// prototype's `nextAttempt` (B §7.4); without retries it is non-retryable.
+    pub(in crate::broker) fn mirror_fail_retryable(&mut self, tp: &TopicPartition, reason: &str) {
+        let retry = self.mirror_design().failed_retry();
+        let Some(r) = self.mirror_runs.get_mut(tp) else {
+            return;
+        };
+        let current = r.status.as_ref().map_or(0, |s| s.retry_attempt);
+        let attempt = retry.next_attempt(current, false);
+        let status = r.status.get_or_insert_with(MirrorPartitionStatus::unknown);
+        status.error_message = Some(reason.to_string());
+        status.retry_attempt = attempt;
+        self.mirror_write_with(tp, Some(S::Failed), None, Some((reason, attempt)));
+    }
+
+    /// A successful mirror append clears a retry counter left by an earlier FAILED (B §7.4
+    /// `clearFailedStateAndPersist`), in memory and with the next write.
+    pub(in crate::broker) fn mirror_clear_retry_counter(&mut self, tp: &TopicPartition) {
+        if let Some(s) = self
+            .mirror_runs
+            .get_mut(tp)
+            .and_then(|r| r.status.as_mut())
+            .filter(|s| s.state == S::Mirroring && s.retry_attempt > 0)
+        {
+            s.retry_attempt = 0;
+            s.error_message = None;
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! STOPPING (failover, kip1279.md A.1, B §8.5): the design's stop plan step by step (remove
+//! fetchers, epoch bump, LSO truncation or ABORT markers, the failback marker, the PID reset)
+//! until STOPPED.
+
+use crate::broker::broker::{Broker, Pending};
+use crate::broker::output::{Event, TruncationCause};
+use crate::log::producer_state::AppendOrigin;
+use crate::mirror::{MirrorPartitionState as S, StopStep, lso_truncation_target, stop_plan};
+use crate::protocol::Request;
+use crate::record::{BatchBuilder, ControlRecord};
+use crate::types::{LeaderEpoch, Offset, TopicPartition};
+
+use super::manager::{
+    MirrorStep, StopWait, greatest_epoch_with_records, last_mirrored_position, state_was_lost,
+};
+
+impl Broker {
+    // ------------------------------------------------------------------ STOPPING
+
+    /// Runs the stop plan from the current step until a step has to wait.
+    pub(in crate::broker) fn stop_continue(&mut self, tp: &TopicPartition) {
+        let plan = stop_plan(&self.mirror_design());
+        loop {
+            let Some(r) = self.mirror_runs.get(tp) else {
+                return;
+            };
+            let MirrorStep::Stop { index, wait } = r.step.clone() else {
+                return;
+            };
+            let Some(step) = plan.get(index).copied() else {
+                return;
+            };
+            let done = self.stop_step(tp, step, &wait);
+            if !done {
+                return;
+            }
+            if step == StopStep::MarkStopped {
+                return;
+            }
+            if let Some(r) = self.mirror_runs.get_mut(tp) {
+                r.step = MirrorStep::Stop {
+                    index: index + 1,
+                    wait: StopWait::Start,
+                };
+            }
+        }
+    }
+
+    /// One stop step; true when it completed now.
+    fn stop_step(&mut self, tp: &TopicPartition, step: StopStep, wait: &StopWait) -> bool {
+        let index = match self.mirror_runs.get(tp).map(|r| &r.step) {
+            Some(MirrorStep::Stop { index, .. }) => *index,
+            _ => return false,
+        };
+        match step {
+            StopStep::RemoveFetchers => {
+                self.remove_from_mirror_fetcher(tp);
+                true
+            }
+            StopStep::BumpLeaderEpoch => {
+                let Some(p) = self.partitions.get(tp) else {
+                    return false;
+                };
+                // MinLeaderEpoch = the latest epoch in the log (of a batch: the trailing entry
+                // `makeLeader` adds for the bumped epoch holds no record); done once the
+                // partition's leader epoch is above it (A.2).
+                let min = LeaderEpoch(greatest_epoch_with_records(&p.log));
+                if p.leader_epoch > min {
+                    return true;
+                }
+                if !matches!(wait, StopWait::Bump(_)) {
+                    let req = Request::BumpLeaderEpochs {
+                        partitions: vec![(tp.clone(), min)],
+                    };
+                    let controller = self.controller();
+                    self.send_request(controller, req, Pending::BumpLeaderEpochs(tp.clone()), 0);
+                    if let Some(r) = self.mirror_runs.get_mut(tp) {
+                        r.step = MirrorStep::Stop {
+                            index,
+                            wait: StopWait::Bump(min),
+                        };
+                    }
+                }
+                false
+            }
+            StopStep::TruncateToLso => {
+                let cut = self
+                    .partitions
+                    .get(tp)
+                    .map(|p| (lso_truncation_target(&p.log), p.log.log_end_offset()))
+                    .filter(|(lso, leo)| lso < leo);
+                // Nothing above the LSO: nothing to cut. Kafka's `truncateTo(t >= LEO)` would
+                // still trim the epoch cache from the end, and on this leader that removes the
+                // `(epoch, LEO)` entry `makeLeader` gave its own epoch (Kafka never truncates a
+                // leader; only this step does). A stop that then appends nothing (its PID reset
+                // already at the log end) leaves a leader whose cache ends below its epoch: a
+                // follower that holds a later epoch gets OFFSET_OUT_OF_RANGE for ever, its
+                // divergence never found (mirror chaos seed 60172).
+                if let Some((lso, _)) = cut {
+                    self.truncate_replica(tp, lso, TruncationCause::Mirror);
+                    self.reassign_own_epoch(tp);
+                }
+                true
+            }
+            StopStep::WaitForIsr => {
+                // Re-checked on every follower fetch, and periodically: a dead follower never
+                // fetches, and only leaving the ISR lets the stop go on.
+                let done = self.followers_converged(tp);
+                if !done {
+                    self.mirror_retry_later();
+                }
+                done
+            }
+            StopStep::WriteAbortMarkers => {
+                let done = self.write_abort_markers(tp);
+                if !done {
+                    self.mirror_retry_later();
+                }
+                done
+            }
+            StopStep::RecordLastMirror => {
+                if matches!(wait, StopWait::Recording) {
+                    return false;
+                }
+                // A stop that runs because the partition's state was lost (a `__mirror_state`
+                // record gone with a declared loss while the topic was already STOPPED and
+                // writable) cannot tell mirrored records from the partition's own writes: the
+                // log's greatest epoch may be one the source never had, which the LME must not
+                // claim ("the greatest leader epoch ... the destination cluster recognizes from
+                // the source cluster", B §4.2). It records nothing: the coordinator keeps what
+                // it still has, or answers -1 and a failback copies everything (A.1, "LME
+                // -1 ... truncate everything"), which is always safe. Mirror chaos seed 3212:
+                // a stop on an empty log (epoch 0 kept), local writes in epoch 0, the state
+                // lost, the re-run stop recorded LME 0 and the failback kept the old source's
+                // own epoch 0 under the new primary's.
+                let lost = self
+                    .mirror_runs
+                    .get(tp)
+                    .is_some_and(|r| state_was_lost(r.status.as_ref()));
+                if lost {
+                    return true;
+                }
+                // The LME is the greatest epoch that has records (a trailing entry of the
+                // bumped destination epoch at the LEO holds none). A re-driven stop may find
+                // its own MIRROR_PID_RESET (destination epoch) already at the log end: the LME
+                // and offset are those of the mirrored log before it.
+                let Some((lme, leo)) = self.mirrored_position(tp) else {
+                    return false;
+                };
+                if let Some(r) = self.mirror_runs.get_mut(tp) {
+                    r.step = MirrorStep::Stop {
+                        index,
+                        wait: StopWait::Recording,
+                    };
+                }
+                self.emit(Event::MirrorLastMirroredEpoch {
+                    tp: tp.clone(),
+                    last_mirrored_epoch: LeaderEpoch(lme),
+                    log_end_offset: leo,
+                });
+                self.mirror_write(tp, None, Some((lme, leo.0)));
+                false
+            }
+            StopStep::AppendPidReset => {
+                if let StopWait::Replicated(required) = wait {
+                    return self
+                        .partitions
+                        .get(tp)
+                        .is_some_and(|p| p.log.high_watermark() >= *required);
+                }
+                // Idempotent re-drive: this stop's reset already at the log end is not written
+                // twice (a reset mirrored from the other cluster names another source).
+                let source = self
+                    .mirror_source_cluster(tp)
+                    .map_or_else(String::new, |c| c.0.to_string());
+                let already = self
+                    .partitions
+                    .get(tp)
+                    .and_then(|p| p.log.batches().next_back().cloned());
+                let required = match already {
+                    Some(b)
+                        if b.control_record() == Some(ControlRecord::MirrorPidReset)
+                            && (source.is_empty()
+                                || b.mirror_pid_reset_source().is_some_and(|s| s == source)) =>
+                    {
+                        b.next_offset()
+                    }
+                    _ => {
+                        let batch = BatchBuilder::new()
+                            .build_mirror_pid_reset(&source, self.now.as_millis());
+                        match self.append_leader(tp, &batch, AppendOrigin::Coordinator) {
+                            Ok(info) => info.last_offset.plus(1),
+                            Err(_) => {
+                                self.mirror_retry_later();
+                                return false;
+                            }
+                        }
+                    }
+                };
+                if let Some(r) = self.mirror_runs.get_mut(tp) {
+                    r.step = MirrorStep::Stop {
+                        index,
+                        wait: StopWait::Replicated(required),
+                    };
+                }
+                self.partitions
+                    .get(tp)
+                    .is_some_and(|p| p.log.high_watermark() >= required)
+            }
+            StopStep::MarkStopped => {
+                self.mirror_write(tp, Some(S::Stopped), None);
+                true
+            }
+        }
+    }
+
+    /// `(LME, end offset)` of `tp`'s mirrored log as this stop records it
+    /// ([`last_mirrored_position`] with this mirror's source cluster).
+    pub(in crate::broker) fn mirrored_position(
+        &self,
+        tp: &TopicPartition,
+    ) -> Option<(i32, Offset)> {
+        let p = self.partitions.get(tp)?;
+        let source = self.mirror_source_cluster(tp).map(|c| c.0.to_string());
+        Some(last_mirrored_position(&p.log, source.as_deref()))
+    }
+
+    /// After this leader cut its own log: its epoch's start moves to the new LEO, as
+    /// `makeLeader` would have put it (the cut trimmed the entry from the end). Only where
+    /// `makeLeader` assigns the epoch (a stopping partition whose log holds no later epoch).
+    fn reassign_own_epoch(&mut self, tp: &TopicPartition) {
+        if !self.assign_epoch_start_on_leadership(tp) {
+            return;
+        }
+        let Some(p) = self.partitions.get_mut(tp).filter(|p| p.is_leader()) else {
+            return;
+        };
+        let epoch = p.leader_epoch;
+        if p.log.latest_epoch().is_some_and(|e| e >= epoch) || epoch.0 < 0 {
+            return;
+        }
+        let leo = p.log.log_end_offset();
+        if p.log.maybe_assign_epoch_start_offset(epoch, leo) == Ok(true) {
+            let mut io = Vec::new();
+            p.files
+                .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
+            self.io(io);
+        }
+    }
+
+    /// Latest design: ABORT markers for every open transaction (prototype
+    /// `abortOngoingTransactions`), one per producer. Each carries the producer's epoch and
+    /// the coordinator epoch of its state entry (kip1279.md B §8.5: "take them from the PSM
+    /// entry"): Kafka's WriteTxnMarkers check refuses a marker whose coordinator epoch is
+    /// below the entry's, and a marker written with -1 to a producer whose transactions a
+    /// coordinator had already ended was refused while the stop went on to STOPPED with the
+    /// transaction still open. Returns false (the step is retried) if any append failed;
+    /// the markers already written ended their transactions, so a retry writes only the rest.
+    fn write_abort_markers(&mut self, tp: &TopicPartition) -> bool {
+        let Some(p) = self.partitions.get(tp) else {
+            return false;
+        };
+        let open: Vec<(crate::types::ProducerId, crate::types::ProducerEpoch, i32)> = p
+            .log
+            .producer_state()
+            .ongoing_txns()
+            .values()
+            .filter_map(|t| {
+                p.log
+                    .producer_state()
+                    .last_entry(t.producer_id)
+                    .map(|e| (t.producer_id, e.producer_epoch, e.coordinator_epoch))
+            })
+            .collect();
+        let mut ok = true;
+        for (pid, epoch, coordinator_epoch) in open {
+            let batch = BatchBuilder::transactional(pid, epoch, crate::types::Sequence::NONE)
+                .build_control(
+                    ControlRecord::abort(coordinator_epoch),
+                    self.now.as_millis(),
+                );
+            ok &= self
+                .append_leader(tp, &batch, AppendOrigin::Coordinator)
+                .is_ok();
+        }
+        ok
+    }
+
+    pub(in crate::broker) fn on_bump_response(&mut self, tp: &TopicPartition) {
+        self.on_fencing_bump_response(tp);
+        // Completion is observed through metadata (epoch above the minimum); a failed request
+        // is retried by the re-drive.
+        if let Some(r) = self.mirror_runs.get_mut(tp)
+            && let MirrorStep::Stop {
+                index,
+                wait: StopWait::Bump(_),
+            } = r.step
+        {
+            r.step = MirrorStep::Stop {
+                index,
+                wait: StopWait::Start,
+            };
+        }
+        self.mirror_retry_later();
+    }
+}
