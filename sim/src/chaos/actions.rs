@@ -106,7 +106,7 @@ pub(super) async fn apply(
                     o.pause_maybe = true;
                 }
                 if paused.is_ok() {
-                    madsim::time::sleep(Duration::from_millis(d)).await;
+                    crate::world::clock::sleep(Duration::from_millis(d)).await;
                     let _ = w2.pause_mirror_topics(dst, "m1", &refs, false).await;
                 }
             });
@@ -152,7 +152,7 @@ pub(super) async fn apply(
                     if ops.lock().map_or(true, |o| o.liveness) {
                         return;
                     }
-                    madsim::time::sleep(Duration::from_millis(1_000)).await;
+                    crate::world::clock::sleep(Duration::from_millis(1_000)).await;
                 }
             });
             return;
@@ -185,7 +185,7 @@ pub(super) async fn apply(
                 let w2 = w.clone();
                 let d = *for_ms;
                 w.world.spawn(async move {
-                    madsim::time::sleep(Duration::from_millis(d)).await;
+                    crate::world::clock::sleep(Duration::from_millis(d)).await;
                     w2.world.resume(n);
                 });
             }
@@ -231,7 +231,7 @@ pub(super) async fn apply(
             let w2 = w.clone();
             let d = *for_ms;
             w.world.spawn(async move {
-                madsim::time::sleep(Duration::from_millis(d)).await;
+                crate::world::clock::sleep(Duration::from_millis(d)).await;
                 w2.world.packet_loss(0.0);
             });
         }
@@ -297,7 +297,7 @@ pub(super) async fn apply(
 fn heal_later(w: &KafkaWorld, id: crate::net::FaultId, for_ms: u64) {
     let w2 = w.clone();
     w.world.spawn(async move {
-        madsim::time::sleep(Duration::from_millis(for_ms)).await;
+        crate::world::clock::sleep(Duration::from_millis(for_ms)).await;
         w2.world.heal(id);
     });
 }
@@ -318,7 +318,7 @@ fn crash(w: &KafkaWorld, n: NodeId, mode: CrashMode, down_ms: u64) {
 fn restart_later(w: &KafkaWorld, n: NodeId, down_ms: u64) {
     let w2 = w.clone();
     w.world.spawn(async move {
-        madsim::time::sleep(Duration::from_millis(down_ms)).await;
+        crate::world::clock::sleep(Duration::from_millis(down_ms)).await;
         if w2.world.status(n).is_down() {
             w2.world.restart(n);
         }

@@ -252,7 +252,7 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
         let at = start.plus_millis(i64::try_from(step.at_ms).unwrap_or(i64::MAX));
         let now = w.world.now();
         if at > now {
-            madsim::time::sleep(Duration::from_micros(at.0 - now.0)).await;
+            crate::world::clock::sleep(Duration::from_micros(at.0 - now.0)).await;
         }
         if w.violation().is_some() {
             break;
@@ -262,7 +262,7 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
     let end = start.plus_millis(i64::try_from(plan.safety_ms).unwrap_or(i64::MAX));
     let now = w.world.now();
     if end > now && w.violation().is_none() {
-        madsim::time::sleep(Duration::from_micros(end.0 - now.0)).await;
+        crate::world::clock::sleep(Duration::from_micros(end.0 - now.0)).await;
     }
     // Liveness phase: heal everything, restart what is down, stop producing, require
     // convergence.

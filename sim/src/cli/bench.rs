@@ -1,11 +1,21 @@
 //! `mirrorsim bench`: speed on the reference world (product.md §9), measured, never assumed.
-//! Prints simulated seconds per wall second, seeds per core-hour, events per wall second and
-//! the process's peak memory, for the reference scale and its scale-ups.
+//! Prints simulated seconds per wall second, seeds per core-hour, events per wall second,
+//! messages per simulated second (in total and by kind) and the peak memory, for the
+//! reference scale and its scale-ups, each beside its floor: a bare madsim world with the
+//! same load ([`floor`]). Scripts read the `bench ...` lines or `--json` ([`measure`]).
+
+pub mod floor;
+pub mod measure;
+
+use std::time::Instant as WallInstant;
 
 use crate::chaos::plan::TopicPlan;
 use crate::chaos::{
     ChaosFault, ChaosOptions, ChaosPlan, ClientPlan, CrashMode, FaultStep, run_plan,
 };
+use crate::net::NetConfig;
+use floor::FloorLoad;
+use measure::Measurement;
 
 /// The reference world at `scale` (product.md §9): a source and a destination cluster of 3
 /// brokers each, 2 topics × 4·scale partitions (RF 3) on the source mirrored into the
@@ -88,8 +98,61 @@ pub fn reference_plan(scale: u32) -> ChaosPlan {
     }
 }
 
-/// Runs the benchmark for the comma-separated `scales`.
-pub fn run(scales: &str) -> Result<i32, super::CliError> {
+/// Runs the reference world of `plan` and then its floor: one [`Measurement`]. The
+/// process's peak memory is reset first (where Linux allows), so the peak is this run's.
+pub fn measure(scale: u32, plan: ChaosPlan) -> Result<Measurement, floor::FloorError> {
+    let net = plan
+        .net
+        .as_ref()
+        .map_or_else(NetConfig::default, crate::chaos::plan::NetPlan::config);
+    let seed = plan.seed;
+    super::memory::reset_peak();
+    let start = WallInstant::now();
+    let o = run_plan(plan, &ChaosOptions::default());
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let peak_mib = super::memory::peak_resident_mib();
+    let floor = match &o.report {
+        Some(r) => Some(floor_median(&FloorLoad::of(r, net, seed))?),
+        None => None,
+    };
+    let report = o.report.unwrap_or_else(|| crate::world::RunReport {
+        seed,
+        trace_hash: String::new(),
+        sim_seconds: 0.0,
+        events: 0,
+        lines: Vec::new(),
+        stats: crate::world::RunStats::default(),
+    });
+    Ok(Measurement {
+        scale,
+        verdict: o.verdict.short(),
+        sim_seconds: report.sim_seconds,
+        wall_seconds,
+        events: report.events,
+        stats: report.stats,
+        peak_mib,
+        floor,
+    })
+}
+
+/// Floor runs per scale. The floor world runs in a tenth of a second at scale 1, short enough
+/// for one scheduler hiccup on a shared machine to halve its ratio; the median of a few is
+/// what the reference is compared with. Every run replays the same load (same seed), so
+/// they differ in wall time only.
+const FLOOR_RUNS: usize = 3;
+
+/// The floor run of median ratio among [`FLOOR_RUNS`].
+fn floor_median(load: &FloorLoad) -> Result<floor::FloorRun, floor::FloorError> {
+    let mut runs = (0..FLOOR_RUNS)
+        .map(|_| floor::run(load))
+        .collect::<Result<Vec<_>, _>>()?;
+    runs.sort_by(|a, b| a.ratio().total_cmp(&b.ratio()));
+    Ok(runs.swap_remove(FLOOR_RUNS / 2))
+}
+
+/// Runs the benchmark for the comma-separated `scales`; `json` prints one JSON object
+/// instead of the tables and lines. Exit code 1 if a reference run did not pass.
+pub fn run(scales: &str, json: bool) -> Result<i32, super::CliError> {
     let scales: Vec<u32> = scales
         .split(',')
         .map(|s| s.trim().parse::<u32>().ok().filter(|n| *n > 0))
@@ -99,46 +162,47 @@ pub fn run(scales: &str) -> Result<i32, super::CliError> {
                 "--scales: expected positive integers, got `{scales}`"
             ))
         })?;
-    println!(
-        "reference world: source and destination of 3 brokers each, 2 topics × 4·k partitions RF 3"
-    );
-    println!(
-        "mirrored (seed design), 1000·k records/s, 60 s with crashes on both sides and an isolation,"
-    );
-    println!("then the liveness phase until the mirror converges; one thread");
+    if !json {
+        println!(
+            "reference world: source and destination of 3 brokers each, 2 topics × 4·k partitions RF 3"
+        );
+        println!(
+            "mirrored (seed design), 1000·k records/s, 60 s with crashes on both sides and an isolation,"
+        );
+        println!(
+            "then the liveness phase until the mirror converges; one thread. floor: a bare madsim"
+        );
+        println!(
+            "world with the same nodes, links and latencies, the same messages and timers, no work (median of 3)"
+        );
+        println!();
+    }
+    let mut ms = Vec::new();
+    for k in scales {
+        ms.push(measure(k, reference_plan(k))?);
+    }
+    let code = i32::from(ms.iter().any(|m| m.verdict != "pass"));
+    if json {
+        println!("{}", measure::json_all(&ms));
+        return Ok(code);
+    }
+    let print = |lines: Vec<String>| lines.iter().for_each(|l| println!("{l}"));
+    print(measure::table(&ms));
     println!();
     println!(
-        "{:>5} {:>10} {:>8} {:>10} {:>12} {:>14} {:>14} {:>9}",
-        "scale",
-        "verdict",
-        "sim s",
-        "wall s",
-        "sim s/wall s",
-        "seeds/core-h",
-        "events/wall s",
-        "peak MiB"
+        "what the floor replayed (messages sent; timers: node drivers + harness, network task)"
     );
-    let mut code = 0;
-    for k in scales {
-        let plan = reference_plan(k);
-        let start = std::time::Instant::now();
-        let o = run_plan(plan, &ChaosOptions::default());
-        let wall = start.elapsed().as_secs_f64();
-        let (sim, events) = o
-            .report
-            .as_ref()
-            .map_or((0.0, 0), |r| (r.sim_seconds, r.events));
-        if !o.verdict.is_pass() {
-            code = 1;
-        }
-        println!(
-            "{k:>5} {:>10} {sim:>8.1} {wall:>10.3} {:>12.0} {:>14.0} {:>14.0} {:>9.1}",
-            o.verdict.short(),
-            sim / wall.max(1e-9),
-            3600.0 / wall.max(1e-9),
-            events as f64 / wall.max(1e-9),
-            super::memory::peak_resident_mib().unwrap_or(f64::NAN)
-        );
+    print(measure::floor_table(&ms));
+    for m in &ms {
+        println!();
+        println!("messages per simulated second by kind, scale {}", m.scale);
+        print(measure::kind_table(m));
     }
+    println!();
+    print(ms.iter().map(Measurement::stable_line).collect());
+    if let Some(l) = measure::floor_line(&ms) {
+        println!("{l}");
+    }
+    print(measure::cost_lines(&ms));
     Ok(code)
 }

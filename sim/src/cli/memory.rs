@@ -19,6 +19,14 @@ pub fn peak_resident_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// Resets the peak resident memory (`VmHWM`) to the current resident size, so that the next
+/// [`peak_resident_mib`] is the peak since now (`bench` reports each scale's own peak). Writes
+/// `5` to `/proc/self/clear_refs` (Linux 4.0+); where that is refused the peak stays the
+/// process's, which is only ever higher.
+pub fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 /// The page size, from the auxiliary vector the kernel gave the process (`AT_PAGESZ`), so
 /// no libc call is needed: pairs of native-endian words, key 6 is the page size.
 fn page_size() -> Option<u64> {

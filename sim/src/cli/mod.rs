@@ -261,6 +261,9 @@ pub enum Command {
         /// Scale factors to run (1 = reference).
         #[arg(long, default_value = "1,10")]
         scales: String,
+        /// Print one JSON object with every figure instead of the tables and lines.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -278,6 +281,9 @@ pub enum CliError {
         /// What was wrong (line and column for JSON errors).
         reason: String,
     },
+    /// `bench` could not measure its floor world.
+    #[error(transparent)]
+    Floor(#[from] bench::floor::FloorError),
 }
 
 fn options(ablation: Option<&str>) -> Result<ChaosOptions, CliError> {
@@ -396,7 +402,7 @@ pub fn run(cli: Cli) -> i32 {
             jobs,
         }) => jobs::resolve(jobs)
             .and_then(|j| compare::run(&designs, &seeds, !no_shrink, json, &out, j)),
-        Some(Command::Bench { scales }) => bench::run(&scales),
+        Some(Command::Bench { scales, json }) => bench::run(&scales, json),
         Some(Command::Merge { files, json, known }) => known
             .as_deref()
             .map(known::load)

@@ -289,7 +289,7 @@ impl KafkaWorld {
 
     /// Sleeps `ms` of simulated time.
     pub async fn run_for_ms(&self, ms: u64) {
-        madsim::time::sleep(Duration::from_millis(ms)).await;
+        crate::world::clock::sleep(Duration::from_millis(ms)).await;
     }
 
     /// Polls `cond` every 10 ms of simulated time for up to `timeout_ms`; true if it held.
@@ -303,7 +303,7 @@ impl KafkaWorld {
             if cond(self) {
                 return true;
             }
-            madsim::time::sleep(Duration::from_millis(10)).await;
+            crate::world::clock::sleep(Duration::from_millis(10)).await;
             waited += 10;
         }
         cond(self)

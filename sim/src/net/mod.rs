@@ -19,6 +19,7 @@
 //! Randomness comes only from `madsim::rand::thread_rng()` and time only from madsim, so a
 //! seed fixes every latency and every delivery order.
 
+mod kinds;
 mod links;
 mod router;
 #[cfg(test)]
@@ -34,6 +35,7 @@ use madsim::time::Instant;
 use mirror_core::protocol::{ClusterIdx, NodeId};
 use rand::Rng;
 
+pub use kinds::{Kind, KindKey, MessageKind, Part, Route};
 pub use links::{Direction, FaultId, LatencyDist, LinkSet, NetConfig, NodeSet};
 use router::{InFlight, NodeSlot, Router, lock};
 
@@ -144,7 +146,8 @@ pub struct LinkStats {
 }
 
 impl LinkStats {
-    fn add(&mut self, o: &LinkStats) {
+    /// Adds `o`'s counts to these.
+    pub fn add(&mut self, o: &LinkStats) {
         self.sent += o.sent;
         self.delivered += o.delivered;
         self.dropped_partitioned += o.dropped_partitioned;
@@ -155,11 +158,14 @@ impl LinkStats {
     }
 }
 
-/// Per-link counters, keyed by (from, to).
+/// Per-link and per-kind counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NetStats {
-    /// Every directed link that carried a message.
+    /// Every directed link that carried a message, keyed by (from, to).
     pub links: BTreeMap<(NodeId, NodeId), LinkStats>,
+    /// The same messages by [`MessageKind::kind`] and [`Route`] (what `mirrorsim bench`
+    /// reports per simulated second).
+    pub kinds: BTreeMap<KindKey, LinkStats>,
 }
 
 impl NetStats {
@@ -186,7 +192,7 @@ impl<M> Clone for Network<M> {
     }
 }
 
-impl<M: WireSize + 'static> Network<M> {
+impl<M: WireSize + MessageKind + 'static> Network<M> {
     /// Creates the network and spawns its delivery task. Must be called inside a madsim
     /// runtime, from the world's own task (not a simulated node that may be killed, which
     /// would kill the delivery task with it).
@@ -254,6 +260,7 @@ impl<M: WireSize + 'static> Network<M> {
     pub fn send(&self, from: NodeId, to: NodeId, msg: M) -> u64 {
         let now = Instant::now();
         let bytes = msg.wire_size() as u64;
+        let kind = KindKey::new(msg.kind(), from, to);
         let mut guard = lock(&self.inner);
         let r = &mut *guard;
         let seq = r.next_seq;
@@ -265,23 +272,24 @@ impl<M: WireSize + 'static> Network<M> {
             sent_at: now,
             msg,
         };
-        let stats = r.stats.entry((from, to)).or_default();
-        stats.sent += 1;
-        stats.bytes_sent += bytes;
+        r.count((from, to), kind, |s| {
+            s.sent += 1;
+            s.bytes_sent += bytes;
+        });
         r.record(&env, now, NetEventKind::Sent { bytes });
         let (Some(from_incarnation), Some(to_incarnation)) =
             (r.alive_incarnation(from), r.alive_incarnation(to))
         else {
-            r.drop_msg(&env, DropReason::ConnectionReset, now);
+            r.drop_msg(&env, kind, DropReason::ConnectionReset, now);
             return seq;
         };
         if r.faults.is_partitioned(from, to) {
-            r.drop_msg(&env, DropReason::Partitioned, now);
+            r.drop_msg(&env, kind, DropReason::Partitioned, now);
             return seq;
         }
         let mut rng = madsim::rand::thread_rng();
         if r.config.packet_loss_rate > 0.0 && rng.gen_bool(r.config.packet_loss_rate) {
-            r.drop_msg(&env, DropReason::Lost, now);
+            r.drop_msg(&env, kind, DropReason::Lost, now);
             return seq;
         }
         let latency = r
@@ -299,6 +307,7 @@ impl<M: WireSize + 'static> Network<M> {
                 from_incarnation,
                 to_incarnation,
                 bytes,
+                kind,
             },
         );
         seq
@@ -365,11 +374,13 @@ impl<M: WireSize + 'static> Network<M> {
         lock(&self.inner).config.per_pair.insert((from, to), dist);
     }
 
-    /// Per-link counters so far.
+    /// Per-link and per-kind counters so far.
     #[must_use]
     pub fn stats(&self) -> NetStats {
+        let r = lock(&self.inner);
         NetStats {
-            links: lock(&self.inner).stats.clone(),
+            links: r.stats.clone(),
+            kinds: r.kinds.clone(),
         }
     }
 
@@ -414,7 +425,7 @@ fn reset_connections<M>(r: &mut Router<M>, node: NodeId) {
     let now = Instant::now();
     for link in stale {
         for msg in r.held.remove(&link).unwrap_or_default() {
-            r.drop_msg(&msg.env, DropReason::ConnectionReset, now);
+            r.drop_msg(&msg.env, msg.kind, DropReason::ConnectionReset, now);
         }
     }
 }

@@ -14,7 +14,8 @@ use madsim::time::Instant;
 use mirror_core::protocol::NodeId;
 
 use super::links::{LinkFaults, NetConfig};
-use super::{DropReason, Envelope, LinkStats, NetEvent, NetEventKind};
+use super::{DropReason, Envelope, KindKey, LinkStats, NetEvent, NetEventKind};
+use crate::world::clock::{TimerOwner, sleep_exact};
 
 /// A registered (or formerly registered) node.
 pub(super) struct NodeSlot<M> {
@@ -32,6 +33,8 @@ pub(super) struct InFlight<M> {
     pub(super) from_incarnation: u64,
     pub(super) to_incarnation: u64,
     pub(super) bytes: u64,
+    /// Classified once at send, so delivery and drops count it without matching again.
+    pub(super) kind: KindKey,
 }
 
 /// Everything behind the `Network` handle's mutex. madsim runs one task at a time, so the
@@ -46,6 +49,7 @@ pub(super) struct Router<M> {
     /// Messages that reached a clogged link, in link order.
     pub(super) held: BTreeMap<(NodeId, NodeId), VecDeque<InFlight<M>>>,
     pub(super) stats: BTreeMap<(NodeId, NodeId), LinkStats>,
+    pub(super) kinds: BTreeMap<KindKey, LinkStats>,
     pub(super) events: Option<Vec<NetEvent>>,
     pub(super) next_seq: u64,
     pub(super) start: Instant,
@@ -65,6 +69,7 @@ impl<M> Router<M> {
             link_clock: BTreeMap::new(),
             held: BTreeMap::new(),
             stats: BTreeMap::new(),
+            kinds: BTreeMap::new(),
             events: None,
             next_seq: 0,
             start,
@@ -134,7 +139,7 @@ impl<M> Router<M> {
             None
         };
         if let Some(reason) = reason {
-            self.drop_msg(&msg.env, reason, now);
+            self.drop_msg(&msg.env, msg.kind, reason, now);
             return;
         }
         if self.faults.is_clogged(from, to) {
@@ -142,9 +147,11 @@ impl<M> Router<M> {
             self.held.entry((from, to)).or_default().push_back(msg);
             return;
         }
-        let stats = self.stats.entry((from, to)).or_default();
-        stats.delivered += 1;
-        stats.bytes_delivered += msg.bytes;
+        let bytes = msg.bytes;
+        self.count((from, to), msg.kind, |s| {
+            s.delivered += 1;
+            s.bytes_delivered += bytes;
+        });
         self.record(&msg.env, now, NetEventKind::Delivered);
         let slot = self
             .nodes
@@ -164,14 +171,31 @@ impl<M> Router<M> {
         }
     }
 
-    pub(super) fn drop_msg(&mut self, env: &Envelope<M>, reason: DropReason, now: Instant) {
-        let stats = self.stats.entry((env.from, env.to)).or_default();
-        match reason {
-            DropReason::Partitioned => stats.dropped_partitioned += 1,
-            DropReason::Lost => stats.dropped_lost += 1,
-            DropReason::ConnectionReset => stats.dropped_reset += 1,
-        }
+    pub(super) fn drop_msg(
+        &mut self,
+        env: &Envelope<M>,
+        kind: KindKey,
+        reason: DropReason,
+        now: Instant,
+    ) {
+        self.count((env.from, env.to), kind, |s| match reason {
+            DropReason::Partitioned => s.dropped_partitioned += 1,
+            DropReason::Lost => s.dropped_lost += 1,
+            DropReason::ConnectionReset => s.dropped_reset += 1,
+        });
         self.record(env, now, NetEventKind::Dropped(reason));
+    }
+
+    /// Applies `f` to the counters of `link` and of `kind`: both views count every message
+    /// the same way, so their totals agree.
+    pub(super) fn count(
+        &mut self,
+        link: (NodeId, NodeId),
+        kind: KindKey,
+        f: impl Fn(&mut LinkStats),
+    ) {
+        f(self.stats.entry(link).or_default());
+        f(self.kinds.entry(kind).or_default());
     }
 
     pub(super) fn record(&mut self, env: &Envelope<M>, at: Instant, kind: NetEventKind) {
@@ -207,7 +231,7 @@ pub(super) async fn pump<M: 'static>(router: Weak<Mutex<Router<M>>>) {
             r.pump_kicked = false;
             r.queue.first_key_value().map(|((at, _), _)| *at)
         };
-        let mut sleep = head.map(|at| Box::pin(crate::world::clock::sleep_exact(at)));
+        let mut sleep = head.map(|at| Box::pin(sleep_exact(at, TimerOwner::Network)));
         poll_fn(|cx| {
             if let Some(s) = sleep.as_mut()
                 && s.as_mut().poll(cx).is_ready()

@@ -373,3 +373,54 @@ fn handles_are_send_for_send_messages() {
     assert_send::<Network<u64>>();
     assert_send::<Inbox<u64>>();
 }
+
+#[test]
+fn per_kind_counters_agree_with_the_per_link_ones() {
+    // Goal: every send, delivery and drop is counted under its kind and route as under its
+    // link, so `bench`'s per-kind table sums to the network's totals.
+    sim(12, || async {
+        let net = Network::<u64>::new(fixed(1, 10));
+        let (mut b, mut c) = (net.register(B), net.register(C));
+        let _a = net.register(A);
+        net.send(A, B, 1);
+        net.send(A, C, 2);
+        net.send(A, C, 3);
+        let id = net.isolate(C);
+        net.send(A, C, 4);
+        net.heal(id);
+        b.recv().await;
+        c.recv().await;
+        c.recv().await;
+        let stats = net.stats();
+        let kind = Kind {
+            api: "message",
+            part: Part::Other,
+        };
+        let cross = stats.kinds[&KindKey {
+            kind,
+            route: Route::CrossCluster,
+        }];
+        assert_eq!(
+            (cross.sent, cross.delivered, cross.dropped_partitioned),
+            (3, 2, 1)
+        );
+        let intra = stats.kinds[&KindKey {
+            kind,
+            route: Route::Broker,
+        }];
+        assert_eq!((intra.sent, intra.delivered), (1, 1));
+        let mut by_kind = LinkStats::default();
+        stats.kinds.values().for_each(|s| by_kind.add(s));
+        assert_eq!(by_kind, stats.total());
+    });
+}
+
+#[test]
+fn a_route_is_named_by_its_ends() {
+    let ctl = NodeId::controller(ClusterIdx(0));
+    let client = NodeId::client(ClusterIdx(0), 1);
+    assert_eq!(Route::of(A, B), Route::Broker);
+    assert_eq!(Route::of(A, C), Route::CrossCluster);
+    assert_eq!(Route::of(ctl, A), Route::Controller);
+    assert_eq!(Route::of(C, client), Route::Client);
+}

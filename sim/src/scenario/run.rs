@@ -281,7 +281,7 @@ async fn execute(
             let when = ctx.start.plus_millis(i64::try_from(at).unwrap_or(i64::MAX));
             let now = w.world.now();
             if when > now {
-                madsim::time::sleep(Duration::from_micros(when.0 - now.0)).await;
+                crate::world::clock::sleep(Duration::from_micros(when.0 - now.0)).await;
             }
         }
         let kind = kind_name(&step.kind);

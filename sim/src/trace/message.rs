@@ -15,7 +15,7 @@ use std::fmt::{self, Display, Write as _};
 
 use mirror_core::broker::Message;
 use mirror_core::protocol::metadata::ConfigResource;
-use mirror_core::protocol::{CorrelationId, NodeId, Request};
+use mirror_core::protocol::{CorrelationId, NodeId, Request, Response};
 use mirror_core::types::{BrokerId, LeaderEpoch, TopicId};
 
 /// Appends formatted text to a `String` (writing into a `String` cannot fail).
@@ -64,6 +64,13 @@ impl InFlight {
             Message::Response(_) => self.apis.remove(&(to, from, id)),
         }
     }
+}
+
+/// A response's variant name: the API it answers, except for the variants that answer
+/// several (`PartitionErrors`, `TopicErrors`, `Error`, `MirrorAdmin`).
+#[must_use]
+pub fn response_api(r: &Response) -> &'static str {
+    super::response::variant(r)
 }
 
 /// Kafka's name of a request's API.

@@ -215,7 +215,7 @@ pub(super) fn write(out: &mut String, r: &Response, answers: Option<&'static str
 }
 
 /// The variant's name.
-fn variant(r: &Response) -> &'static str {
+pub(super) fn variant(r: &Response) -> &'static str {
     use Response as R;
     match r {
         R::RegisterBroker { .. } => "RegisterBroker",

@@ -4,11 +4,22 @@
 //! madsim's `sleep_until` never sleeps less than 1 ms (it mimics tokio), which would make a
 //! timer due in 200 µs fire 800 µs late. [`sleep_exact`] resets the deadline after
 //! construction, which madsim does not clamp, so node timers fire at their deadline.
+//!
+//! Every sleep of the simulation goes through this module as a [`Timer`], which counts the
+//! madsim timers it registers, by [`TimerOwner`] ([`timers_set`]). `mirrorsim bench` needs
+//! that count to build its floor world (a bare madsim world setting as many timers), and
+//! madsim does not expose it. Counting reads no randomness and writes no trace line, so it
+//! changes no run.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use madsim::time::Sleep;
+use mirror_core::protocol::NodeId;
 use mirror_core::time::Instant;
 
 /// Maps madsim time to world time. Cheap to copy.
@@ -44,9 +55,9 @@ impl SimClock {
         self.start + Duration::from_micros(t.0)
     }
 
-    /// Sleeps until world time `t` (returns at once if it has passed).
+    /// Sleeps until world time `t` (returns at once if it has passed); a harness timer.
     pub async fn sleep_until(&self, t: Instant) {
-        sleep_exact(self.to_sim(t)).await;
+        sleep_exact(self.to_sim(t), TimerOwner::Harness).await;
     }
 
     /// Sleeps until `ms` milliseconds after the world started.
@@ -55,11 +66,75 @@ impl SimClock {
     }
 }
 
-/// A madsim sleep that ends exactly at `deadline`, without madsim's 1 ms minimum.
-pub fn sleep_exact(deadline: madsim::time::Instant) -> Sleep {
+/// A madsim sleep that ends exactly at `deadline`, without madsim's 1 ms minimum; its
+/// timers are counted for `owner`.
+pub fn sleep_exact(deadline: madsim::time::Instant, owner: TimerOwner) -> Timer {
     let mut sleep = madsim::time::sleep_until(deadline);
     Pin::new(&mut sleep).reset(deadline);
-    sleep
+    Timer { sleep, owner }
+}
+
+/// `madsim::time::sleep(duration)` (same deadline, 1 ms minimum included), counted as a
+/// harness timer: the run's own waits between fault steps and its convergence polls.
+pub fn sleep(duration: Duration) -> Timer {
+    Timer {
+        sleep: madsim::time::sleep(duration),
+        owner: TimerOwner::Harness,
+    }
+}
+
+/// Who set a timer: the share of the madsim timer work each part of a run causes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TimerOwner {
+    /// A node driver waiting for its next timeout (or a message).
+    Node(NodeId),
+    /// The network's delivery task waiting for the next delivery.
+    Network,
+    /// The run itself: waits between fault steps, convergence polls, scenario steps.
+    Harness,
+}
+
+/// Timers registered with madsim so far on this thread, by owner.
+pub type TimerCounts = BTreeMap<TimerOwner, u64>;
+
+thread_local! {
+    /// One madsim runtime runs per thread (a fresh thread per seed), so per-thread counts
+    /// are per-run counts once [`reset_timers`] has run at the world's start.
+    static TIMERS: RefCell<TimerCounts> = const { RefCell::new(BTreeMap::new()) };
+}
+
+/// Forgets the counts (a world starting on a thread that ran another before).
+pub fn reset_timers() {
+    TIMERS.with(|t| t.borrow_mut().clear());
+}
+
+/// The timers registered since the last [`reset_timers`] on this thread.
+#[must_use]
+pub fn timers_set() -> TimerCounts {
+    TIMERS.with(|t| t.borrow().clone())
+}
+
+/// A madsim [`Sleep`] that counts its registrations. madsim registers one timer each time a
+/// sleep is polled before its deadline (a re-poll after another wake registers another), so
+/// a `Pending` poll is exactly one madsim timer.
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+#[derive(Debug)]
+pub struct Timer {
+    sleep: Sleep,
+    owner: TimerOwner,
+}
+
+impl Future for Timer {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let owner = self.owner;
+        let polled = Pin::new(&mut self.sleep).poll(cx);
+        if polled.is_pending() {
+            TIMERS.with(|t| *t.borrow_mut().entry(owner).or_insert(0) += 1);
+        }
+        polled
+    }
 }
 
 fn micros(d: Duration) -> u64 {

@@ -22,6 +22,22 @@ pub struct RunReport {
     pub events: u64,
     /// The kept trace lines.
     pub lines: Vec<String>,
+    /// What the run cost madsim: messages by link and kind, timers by owner (for `bench`;
+    /// not serialized, a sweep's JSON stays as it was).
+    #[serde(skip)]
+    pub stats: RunStats,
+}
+
+/// The madsim-level work of one run: enough to replay its load in a bare world (the bench's
+/// floor) and to count its messages per simulated second by kind.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunStats {
+    /// Every node started, in order.
+    pub nodes: Vec<mirror_core::protocol::NodeId>,
+    /// The network's counters.
+    pub net: crate::net::NetStats,
+    /// Timers registered with madsim, by owner.
+    pub timers: super::clock::TimerCounts,
 }
 
 /// Runs `f()` in a madsim runtime seeded with `seed` on a fresh OS thread, with

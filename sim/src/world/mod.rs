@@ -45,7 +45,7 @@ pub mod world;
 mod tests;
 
 pub use clock::SimClock;
-pub use harness::{RunReport, run_seed, run_seed_with_limit};
+pub use harness::{RunReport, RunStats, run_seed, run_seed_with_limit};
 pub use node::{Boot, Factory, Wire};
 pub use trace_event::{Names, TraceEvent};
 pub use world::{ClusterConfig, EventCtx, HaltRecord, NodeStatus, Observer, World, WorldConfig};

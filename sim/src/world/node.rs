@@ -23,9 +23,9 @@ use mirror_core::protocol::{CorrelationId, NodeId};
 use mirror_core::time::Instant;
 
 use super::World;
-use super::clock::{SimClock, sleep_exact};
+use super::clock::{SimClock, TimerOwner, sleep_exact};
 use crate::disk::{DiskError, SimDisk};
-use crate::net::{Envelope, Inbox, WireSize};
+use crate::net::{Envelope, Inbox, Kind, MessageKind, Part, WireSize};
 
 /// What travels on the simulated network: a core message and its correlation id.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,6 +41,33 @@ impl WireSize for Wire {
     /// counters only feed statistics.
     fn wire_size(&self) -> usize {
         std::mem::size_of::<Wire>()
+    }
+}
+
+impl MessageKind for Wire {
+    /// The API and part, for the network's per-kind counters (`mirrorsim bench`).
+    fn kind(&self) -> Kind {
+        use crate::trace::message::{api, response_api};
+        use mirror_core::protocol::Response;
+        match &self.message {
+            Message::Request(r) => Kind {
+                api: api(r),
+                part: Part::Request,
+            },
+            Message::Response(r) => {
+                let empty = matches!(r, Response::Fetch { error, partitions }
+                    if error.is_ok()
+                        && partitions.iter().all(|p| p.error.is_ok() && p.batches.is_empty()));
+                Kind {
+                    api: response_api(r),
+                    part: if empty {
+                        Part::EmptyResponse
+                    } else {
+                        Part::Response
+                    },
+                }
+            }
+        }
     }
 }
 
@@ -104,7 +131,7 @@ pub(super) async fn drive<N: Node + Send + 'static>(world: World<N>, id: NodeId)
             return;
         }
         let deadline = lock(&run.state).poll_timeout();
-        match next_wake(&clock, &mut run.inbox, deadline).await {
+        match next_wake(&clock, &mut run.inbox, deadline, TimerOwner::Node(id)).await {
             Wake::Timer => {
                 let now = clock.now();
                 spins = if spins.0 == now {
@@ -174,11 +201,16 @@ pub(super) fn apply_io(disk: &mut SimDisk, op: &IoOp) -> Result<(), DiskError> {
 
 /// Waits for the node's timer or its inbox. Biased: a timer already due wins without
 /// waiting; otherwise the timer is polled before the inbox, so a tie goes to the timer.
-async fn next_wake(clock: &SimClock, inbox: &mut Inbox<Wire>, deadline: Option<Instant>) -> Wake {
+async fn next_wake(
+    clock: &SimClock,
+    inbox: &mut Inbox<Wire>,
+    deadline: Option<Instant>,
+    owner: TimerOwner,
+) -> Wake {
     if deadline.is_some_and(|d| d <= clock.now()) {
         return Wake::Timer;
     }
-    let mut sleep = deadline.map(|d| sleep_exact(clock.to_sim(d)));
+    let mut sleep = deadline.map(|d| sleep_exact(clock.to_sim(d), owner));
     let mut recv = pin!(inbox.recv());
     poll_fn(|cx| {
         if let Some(s) = sleep.as_mut()

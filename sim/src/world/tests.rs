@@ -479,14 +479,14 @@ fn run_seed_returns_panics_time_limits_and_stuck_nodes_as_errors() {
     let e = run_seed(1, || async { panic!("boom {}", 7) }).unwrap_err();
     assert!(e.contains("boom 7"), "{e}");
     let e = run_seed_with_limit(1, ms(1_000), || async {
-        madsim::time::sleep(ms(2_000)).await;
+        crate::world::clock::sleep(ms(2_000)).await;
     })
     .unwrap_err();
     assert!(e.contains("time limit exceeded"), "{e}");
     let e = run_seed(1, || async {
         let w = World::new(config(&[("src", 1)], fixed_net()));
         w.start(|_| StuckNode);
-        madsim::time::sleep(ms(10)).await;
+        crate::world::clock::sleep(ms(10)).await;
     })
     .unwrap_err();
     assert!(

@@ -15,7 +15,7 @@ use mirror_core::time::Instant;
 use mirror_core::types::BrokerId;
 
 use super::clock::SimClock;
-use super::harness::RunReport;
+use super::harness::{RunReport, RunStats};
 use super::node::{self, Boot, Factory, Run, Wire, lock};
 use super::trace_event::{Names, TraceEvent};
 use crate::disk::{CrashPolicy, DiskError, SimDisk};
@@ -186,6 +186,7 @@ impl<N: Node + Send + 'static> World<N> {
     pub fn new(config: WorldConfig) -> Self {
         let names = Names::new(config.clusters.iter().map(|c| c.name.clone()).collect());
         let clock = SimClock::start_now();
+        super::clock::reset_timers();
         let net = Network::new(config.net.clone());
         let trace = TraceSink::new(config.trace_keep, config.trace_output);
         let in_flight = trace
@@ -409,6 +410,11 @@ impl<N: Node + Send + 'static> World<N> {
     /// The run's summary so far.
     #[must_use]
     pub fn report(&self, seed: u64) -> RunReport {
+        let stats = RunStats {
+            nodes: self.nodes(),
+            net: self.inner.net.stats(),
+            timers: super::clock::timers_set(),
+        };
         let t = lock(&self.inner.trace);
         RunReport {
             seed,
@@ -416,6 +422,7 @@ impl<N: Node + Send + 'static> World<N> {
             sim_seconds: self.inner.clock.elapsed().as_secs_f64(),
             events: t.next_seq(),
             lines: t.lines().to_vec(),
+            stats,
         }
     }
 
