@@ -114,6 +114,13 @@ impl Broker {
                 state_validation_offset,
             } => self.handle_delete_mirror(from, id, mirror_name, state_validation_offset),
             // KIP-1279: answered by the broker's mirror logic, never forwarded.
+            Request::RecoverMirrorTopics {
+                mirror_name,
+                topics,
+            } => {
+                let results = self.mirror_recover_topics(&mirror_name, &topics);
+                self.respond(from, id, Response::TopicErrors { results });
+            }
             Request::DescribeMirrors {
                 cluster_id,
                 last_mirror_epoch_lookups,

@@ -170,7 +170,7 @@ const NAMED: [(&str, &str); 18] = [
     ),
     (
         "latest",
-        "late prototype: LOG_ALIGNMENT by LastMirrorPosition (epoch rule bounded by the offset), convergence also waits for min ISR; EPOCH_FENCING reactive and proactive (threshold 3, increment 10; no periodic coordinator bump); a divergence goes ULE_RECOVERY with mirror.support.unclean.leader.election, else FAILED for good; FAILED retries to the previous state with a doubling backoff (no jitter) and is re-asserted before a stop; stop: record the position, bump, ABORT markers, PID reset (B §8.5). Not modelled: RecoverMirrorTopics, the MIRRORING/PAUSED-only stop validation, the stale source metadata check",
+        "late prototype: LOG_ALIGNMENT by LastMirrorPosition (epoch rule bounded by the offset), convergence also waits for min ISR; EPOCH_FENCING reactive and proactive (threshold 3, increment 10; no periodic coordinator bump); a divergence goes ULE_RECOVERY with mirror.support.unclean.leader.election, else FAILED for good; FAILED retries to the previous state with a doubling backoff (no jitter) and is re-asserted before a stop; stop: record the position, bump, ABORT markers, PID reset (B §8.5). RecoverMirrorTopics rewrites FAILED to the previous state. Not modelled: the MIRRORING/PAUSED-only stop validation, the stale source metadata check",
     ),
     (
         "early-no-isr-wait",

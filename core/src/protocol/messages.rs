@@ -155,6 +155,16 @@ pub enum Request {
         /// Topic names.
         topics: Vec<String>,
     },
+    /// KIP-1279 latest (B §6, RecoverMirrorTopics): manual recovery of FAILED partitions,
+    /// rewritten to their previous state with the retry counter reset. Answered by the
+    /// broker that receives it for the partitions it leads (an admin client sends it to
+    /// every broker); per-topic errors.
+    RecoverMirrorTopics {
+        /// Mirror name.
+        mirror_name: String,
+        /// Topic names.
+        topics: Vec<String>,
+    },
     /// KIP-1279: lists mirrors and their topics (answered by the controller from its image).
     ListMirrors {},
     /// Creates ACLs (Kafka: `CreateAcls`, forwarded to the controller). Creating an ACL

@@ -740,6 +740,42 @@ impl KafkaWorld {
         mirror_error(self.admin(destination, req).await)
     }
 
+    /// KIP-1279 latest: RecoverMirrorTopics, sent to every live broker of the cluster (each
+    /// recovers the FAILED partitions it leads, as an admin client would send it to each
+    /// partition's leader). The first error any broker or topic reports, NONE otherwise.
+    pub async fn recover_mirror_topics(
+        &self,
+        cluster: ClusterIdx,
+        name: &str,
+        topics: &[&str],
+    ) -> ErrorCode {
+        let topics: Vec<String> = topics.iter().map(|t| (*t).to_string()).collect();
+        let mut first = ErrorCode::None;
+        let live: Vec<BrokerId> = self
+            .broker_ids(cluster)
+            .into_iter()
+            .filter(|b| !self.world.status(NodeId::broker(cluster, *b)).is_down())
+            .collect();
+        for b in live {
+            let req = Request::RecoverMirrorTopics {
+                mirror_name: name.into(),
+                topics: topics.clone(),
+            };
+            let e = match self.request_to(cluster, b, req).await {
+                Some(Response::TopicErrors { results }) => results
+                    .iter()
+                    .map(|r| r.1)
+                    .find(|e| !e.is_ok())
+                    .unwrap_or(ErrorCode::None),
+                _ => ErrorCode::RequestTimedOut,
+            };
+            if first.is_ok() {
+                first = e;
+            }
+        }
+        first
+    }
+
     /// Creates ACLs through any broker (forwarded to the controller); the per-ACL errors,
     /// or `None` when no answer came.
     pub async fn create_acls(

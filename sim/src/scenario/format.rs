@@ -255,6 +255,15 @@ pub enum StepKind {
         #[serde(default)]
         expect: Option<String>,
     },
+    /// RecoverMirrorTopics (latest): sent to every live broker of `cluster`; each rewrites
+    /// the FAILED partitions it leads to their previous state.
+    RecoverMirror {
+        cluster: String,
+        mirror: String,
+        topics: Vec<String>,
+        #[serde(default)]
+        expect: Option<String>,
+    },
     /// ResumeMirrorTopics.
     ResumeMirror {
         cluster: String,
@@ -1136,6 +1145,11 @@ impl Scenario {
                 ..
             }
             | K::ResumeMirror {
+                cluster: c,
+                expect: e,
+                ..
+            }
+            | K::RecoverMirror {
                 cluster: c,
                 expect: e,
                 ..

@@ -359,6 +359,7 @@ fn kind_name(k: &StepKind) -> &'static str {
         K::StopMirror { .. } => "stop_mirror",
         K::PauseMirror { .. } => "pause_mirror",
         K::ResumeMirror { .. } => "resume_mirror",
+        K::RecoverMirror { .. } => "recover_mirror",
         K::DeleteMirror { .. } => "delete_mirror",
         K::DeleteTopic { .. } => "delete_topic",
         K::CreatePartitions { .. } => "create_partitions",
@@ -885,6 +886,19 @@ impl Ctx<'_> {
                 let refs = str_refs(topics);
                 let e = w
                     .pause_mirror_topics(self.cluster(cluster), mirror, &refs, pause)
+                    .await;
+                check_error(e, expect.as_ref())?;
+                Ok(format!("{mirror} {topics:?}: {e}"))
+            }
+            K::RecoverMirror {
+                cluster,
+                mirror,
+                topics,
+                expect,
+            } => {
+                let refs = str_refs(topics);
+                let e = w
+                    .recover_mirror_topics(self.cluster(cluster), mirror, &refs)
                     .await;
                 check_error(e, expect.as_ref())?;
                 Ok(format!("{mirror} {topics:?}: {e}"))

@@ -95,6 +95,7 @@ pub fn api(r: &Request) -> &'static str {
         R::StopMirrorTopics { .. } => "StopMirrorTopics",
         R::PauseMirrorTopics { .. } => "PauseMirrorTopics",
         R::ResumeMirrorTopics { .. } => "ResumeMirrorTopics",
+        R::RecoverMirrorTopics { .. } => "RecoverMirrorTopics",
         R::ListMirrors {} => "ListMirrors",
         R::CreateAcls { .. } => "CreateAcls",
         R::DeleteAcls { .. } => "DeleteAcls",

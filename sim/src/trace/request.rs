@@ -150,6 +150,10 @@ pub(super) fn write(out: &mut String, r: &Request) {
         | R::ResumeMirrorTopics {
             mirror_name,
             topics,
+        }
+        | R::RecoverMirrorTopics {
+            mirror_name,
+            topics,
         } => w!(out, " {mirror_name} {}", List(topics)),
         R::ListMirrors {} | R::ListGroups {} => {}
         R::CreateAcls { creations } => w!(out, " {}", List(creations)),

@@ -672,6 +672,14 @@ impl Broker {
             (Some(t), Some((_, ErrorCode::None, new_epoch))) => {
                 let from = r.state();
                 let status = r.status.get_or_insert_with(MirrorPartitionStatus::unknown);
+                // The state a retry or RecoverMirrorTopics returns to, kept as the coordinator
+                // keeps it (`state_store::next_status`): FAILED remembers the state it failed
+                // from (a FAILED -> FAILED rewrite keeps the first); any other state has none.
+                if t != S::Failed {
+                    status.previous_state = S::Unknown;
+                } else if from != S::Failed {
+                    status.previous_state = from;
+                }
                 status.state = t;
                 status.state_epoch = new_epoch;
                 status.leader_epoch = r.leader_epoch;

@@ -5,8 +5,10 @@
 use crate::broker::broker::Broker;
 use crate::broker::output::Event;
 use crate::broker::timers::TimerId;
+use crate::mirror::FailedRetry;
 use crate::mirror::{MirrorPartitionState as S, MirrorPartitionStatus, is_valid_transition};
-use crate::types::TopicPartition;
+use crate::protocol::ErrorCode;
+use crate::types::{TopicId, TopicPartition};
 
 use super::manager::MirrorStep;
 
@@ -105,5 +107,73 @@ impl Broker {
             s.retry_attempt = 0;
             s.error_message = None;
         }
+    }
+
+    /// RecoverMirrorTopics on this broker (B §6, `writeRecoveryRecords`): every FAILED
+    /// partition of `topics` in `mirror` that this broker leads goes back to its previous
+    /// state (PREPARING when there is none) with RetryAttempt 0, also a non-retryable one.
+    /// A previous state FAILED cannot enter is skipped, as a retry is (B §7.6-2). Per topic:
+    /// UNKNOWN_TOPIC_OR_PARTITION when it is not a topic of `mirror` here, else NONE. Only
+    /// the latest design has the RPC; the others answer INVALID_REQUEST.
+    pub(in crate::broker) fn mirror_recover_topics(
+        &mut self,
+        mirror: &str,
+        topics: &[String],
+    ) -> Vec<(String, ErrorCode, TopicId)> {
+        let supported = self.mirror_design().failed_retry() != FailedRetry::Never;
+        let design = self.config.mirror_design;
+        let mut results = Vec::new();
+        for topic in topics {
+            let id = self.image.topic_id(topic).unwrap_or(TopicId::ZERO);
+            if !supported {
+                results.push((topic.clone(), ErrorCode::InvalidRequest, id));
+                continue;
+            }
+            let member = self
+                .mirror_membership(topic)
+                .is_some_and(|m| m.mirror_name == mirror);
+            if !member {
+                results.push((topic.clone(), ErrorCode::UnknownTopicOrPartition, id));
+                continue;
+            }
+            let failed: Vec<(TopicPartition, MirrorPartitionStatus)> = self
+                .mirror_runs
+                .iter()
+                .filter(|(tp, r)| {
+                    tp.topic.as_ref() == topic.as_str()
+                        && r.mirror == mirror
+                        && matches!(r.step, MirrorStep::Idle | MirrorStep::RetryAt(_))
+                })
+                .filter_map(|(tp, r)| {
+                    r.status
+                        .clone()
+                        .filter(|s| s.state == S::Failed)
+                        .map(|s| (tp.clone(), s))
+                })
+                .collect();
+            for (tp, status) in failed {
+                let target = match status.previous_state {
+                    S::Unknown => S::Preparing,
+                    s => s,
+                };
+                if !is_valid_transition(&design, S::Failed, target) {
+                    self.emit(Event::MirrorRetrySkipped {
+                        tp: tp.clone(),
+                        target,
+                        attempt: 0,
+                    });
+                    continue;
+                }
+                if let Some(r) = self.mirror_runs.get_mut(&tp) {
+                    r.step = MirrorStep::Idle;
+                    if let Some(s) = r.status.as_mut() {
+                        s.retry_attempt = 0;
+                    }
+                }
+                self.mirror_write(&tp, Some(target), None);
+            }
+            results.push((topic.clone(), ErrorCode::None, id));
+        }
+        results
     }
 }
