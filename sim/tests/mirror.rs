@@ -459,3 +459,16 @@ fn a_lost_first_prepare_write_is_reported_when_the_read_finds_it() {
         "the lost UNKNOWN -> PREPARING is reported by the read",
     );
 }
+
+#[test]
+fn a_stop_whose_marker_write_finds_no_coordinator_writes_it_once_there_is_one() {
+    // Mirror chaos seed 300432 (fresh window, shrunk): dst-2 stops t0-0 and reaches the
+    // failback-marker write while `__mirror_state-0` has no leader. Nothing is sent, yet the
+    // run waited for the write's answer, so no retry ran the step again and t0-0 stayed
+    // STOPPING after the coordinator partition had a leader again (38.0 s).
+    passes_with(
+        include_str!("capsules/mirror-300432-stop-marker-write-without-a-coordinator.json"),
+        Some("dst-2  t0-0         STOPPING→STOPPED se=4 le=1"),
+        "the stop writes its marker once the coordinator is back, and reaches STOPPED",
+    );
+}

@@ -591,6 +591,20 @@ impl Broker {
             let (m, id) = (r.mirror.clone(), r.topic_id);
             self.mirror_state_coordinator(&m, id, tp.partition)
         }) else {
+            // No coordinator (its `__mirror_state` partition has no leader): nothing was sent,
+            // so no answer will reset a stop waiting for its failback-marker write; the retry
+            // must run the step again (mirror chaos seeds 300432, 300949: STOPPING for ever).
+            if let Some(r) = self.mirror_runs.get_mut(tp)
+                && let MirrorStep::Stop {
+                    index,
+                    wait: StopWait::Recording,
+                } = r.step
+            {
+                r.step = MirrorStep::Stop {
+                    index,
+                    wait: StopWait::Start,
+                };
+            }
             self.mirror_retry_later();
             return;
         };
