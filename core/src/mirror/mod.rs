@@ -44,7 +44,7 @@ pub use state_records::{
     LastMirrorEpochsValue, MirrorPartitionKey, MirrorPartitionStateValue, MirrorRecordError,
     MirrorStateKey, mirror_coordinator_partition, mirror_state_partition,
 };
-pub use state_store::{MirrorStateStore, StateWrite, StateWriteError};
+pub use state_store::{MirrorStateStore, StateWrite, StateWriteError, previous_state_after};
 pub use stopping::{
     StopStep, bump_complete, last_mirror_position, last_mirrored_epoch, lso_truncation_target,
     stop_min_leader_epoch, stop_plan,

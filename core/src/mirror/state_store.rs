@@ -342,24 +342,12 @@ fn next_status(
     write: &StateWrite,
 ) -> MirrorPartitionStatus {
     use MirrorPartitionState as S;
-    let (error_message, retry_attempt, previous_state) = match target {
-        S::Failed => {
-            let from = if prev.state == S::Failed {
-                prev.previous_state
-            } else {
-                prev.state
-            };
-            (
-                write.error.as_deref().map(clamp_message),
-                write.retry_attempt,
-                from,
-            )
-        }
-        S::Preparing | S::Paused | S::Stopped => (None, 0, S::Unknown),
+    let previous_state = previous_state_after(prev, target);
+    let (error_message, retry_attempt) = match target {
+        S::Preparing | S::Paused | S::Stopped => (None, 0),
         _ => (
             write.error.as_deref().map(clamp_message),
             write.retry_attempt,
-            S::Unknown,
         ),
     };
     MirrorPartitionStatus {
@@ -372,6 +360,22 @@ fn next_status(
         leader_epoch: prev.leader_epoch.max(write.leader_epoch),
         error_message,
         retry_attempt,
+    }
+}
+
+/// The state a retry or RecoverMirrorTopics returns to after `prev -> target`: FAILED
+/// remembers the state it failed from (a FAILED -> FAILED rewrite keeps the first); any other
+/// state has none. The partition leader keeps the same in memory.
+#[must_use]
+pub fn previous_state_after(
+    prev: &MirrorPartitionStatus,
+    target: MirrorPartitionState,
+) -> MirrorPartitionState {
+    use MirrorPartitionState as S;
+    match target {
+        S::Failed if prev.state == S::Failed => prev.previous_state,
+        S::Failed => prev.state,
+        _ => S::Unknown,
     }
 }
 

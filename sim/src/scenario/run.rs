@@ -862,15 +862,8 @@ impl Ctx<'_> {
                 mirror,
                 topics,
                 expect,
-            } => {
-                let refs = str_refs(topics);
-                let e = w
-                    .stop_mirror_topics(self.cluster(cluster), mirror, &refs)
-                    .await;
-                check_error(e, expect.as_ref())?;
-                Ok(format!("{mirror} {topics:?}: {e}"))
             }
-            K::PauseMirror {
+            | K::PauseMirror {
                 cluster,
                 mirror,
                 topics,
@@ -881,25 +874,22 @@ impl Ctx<'_> {
                 mirror,
                 topics,
                 expect,
-            } => {
-                let pause = matches!(step.kind, K::PauseMirror { .. });
-                let refs = str_refs(topics);
-                let e = w
-                    .pause_mirror_topics(self.cluster(cluster), mirror, &refs, pause)
-                    .await;
-                check_error(e, expect.as_ref())?;
-                Ok(format!("{mirror} {topics:?}: {e}"))
             }
-            K::RecoverMirror {
+            | K::RecoverMirror {
                 cluster,
                 mirror,
                 topics,
                 expect,
             } => {
-                let refs = str_refs(topics);
-                let e = w
-                    .recover_mirror_topics(self.cluster(cluster), mirror, &refs)
-                    .await;
+                let (c, refs) = (self.cluster(cluster), str_refs(topics));
+                let e = match &step.kind {
+                    K::StopMirror { .. } => w.stop_mirror_topics(c, mirror, &refs).await,
+                    K::RecoverMirror { .. } => w.recover_mirror_topics(c, mirror, &refs).await,
+                    k => {
+                        let pause = matches!(k, K::PauseMirror { .. });
+                        w.pause_mirror_topics(c, mirror, &refs, pause).await
+                    }
+                };
                 check_error(e, expect.as_ref())?;
                 Ok(format!("{mirror} {topics:?}: {e}"))
             }

@@ -9,6 +9,7 @@ use crate::mirror::{
     FailbackMarker, LastMirrorEpochsValue, LmeLookup, LookupVerdict, MirrorPartitionState as S,
     TruncationPoint, isr_converged, truncation_point,
 };
+use crate::protocol::metadata::DesiredMirrorState;
 use crate::protocol::{NodeId, Request, Response};
 use crate::types::{BrokerId, Offset, TopicPartition};
 
@@ -160,7 +161,11 @@ impl Broker {
 
     /// [`Self::followers_converged`], over every replica when `all_replicas` (or the topic's
     /// `mirror.support.unclean.leader.election` flag) says so.
-    fn followers_converged_with(&self, tp: &TopicPartition, all_replicas: bool) -> bool {
+    pub(in crate::broker) fn followers_converged_with(
+        &self,
+        tp: &TopicPartition,
+        all_replicas: bool,
+    ) -> bool {
         let Some(p) = self.partitions.get(tp) else {
             return false;
         };
@@ -185,11 +190,7 @@ impl Broker {
             .collect();
         // `mirror.support.unclean.leader.election=true`: every replica, not only the ISR,
         // must have converged (B §8.1 step 4).
-        let wait_all = all_replicas
-            || self
-                .image
-                .topic_config(&tp.topic, "mirror.support.unclean.leader.election")
-                == Some("true");
+        let wait_all = all_replicas || self.mirror_supports_unclean_election(&tp.topic);
         isr_converged(
             p.log.log_end_offset(),
             &followers,
@@ -204,10 +205,12 @@ impl Broker {
         )
     }
 
-    /// True when no replica at all (ISR or not) is ahead of the leader: ULE_RECOVERY's wait
-    /// (`awaitReplicaConvergence(waitForAllReplicas = true)`).
-    pub(in crate::broker) fn followers_converged_all(&self, tp: &TopicPartition) -> bool {
-        self.followers_converged_with(tp, true)
+    /// The topic's `mirror.support.unclean.leader.election` (a destination-only config, never
+    /// synced): convergence waits for every replica, and latest recovers from a divergence.
+    pub(in crate::broker) fn mirror_supports_unclean_election(&self, topic: &str) -> bool {
+        self.image
+            .topic_config(topic, "mirror.support.unclean.leader.election")
+            == Some("true")
     }
 
     pub(in crate::broker) fn prepare_await_isr(&mut self, tp: &TopicPartition) {
@@ -217,10 +220,7 @@ impl Broker {
             self.mirror_retry_later();
             return;
         }
-        if let Some(r) = self.mirror_runs.get_mut(tp) {
-            r.step = MirrorStep::Idle;
-        }
-        self.mirror_write(tp, Some(S::Mirroring), None);
+        self.mirror_back_to_mirroring(tp);
     }
 
     /// A follower fetched: runs waiting on ISR convergence may proceed.
@@ -253,21 +253,40 @@ impl Broker {
     /// fetchers are already removed; MIRRORING once every replica (not only the ISR) is not
     /// ahead of the leader.
     pub(in crate::broker) fn ule_recovery_continue(&mut self, tp: &TopicPartition) {
-        let Some(r) = self.mirror_runs.get_mut(tp) else {
-            return;
-        };
-        if r.desired != crate::protocol::metadata::DesiredMirrorState::Mirroring {
-            self.mirror_drive_from_state(tp, false);
+        if self.mirror_wait_overtaken(tp) {
             return;
         }
-        r.step = MirrorStep::AwaitAllReplicas;
-        if !self.followers_converged_all(tp) {
+        if let Some(r) = self.mirror_runs.get_mut(tp) {
+            r.step = MirrorStep::AwaitAllReplicas;
+        }
+        // `awaitReplicaConvergence(waitForAllReplicas = true)`: every replica, ISR or not.
+        if !self.followers_converged_with(tp, true) {
             self.mirror_retry_later();
             return;
         }
+        self.mirror_back_to_mirroring(tp);
+    }
+
+    /// The end of a wait (PREPARING's convergence, ULE_RECOVERY, EPOCH_FENCING): persist
+    /// MIRRORING, whose entry action starts the fetcher.
+    pub(in crate::broker) fn mirror_back_to_mirroring(&mut self, tp: &TopicPartition) {
         if let Some(r) = self.mirror_runs.get_mut(tp) {
             r.step = MirrorStep::Idle;
         }
         self.mirror_write(tp, Some(S::Mirroring), None);
+    }
+
+    /// A latest-only wait (ULE_RECOVERY, EPOCH_FENCING) gives way once the desired state is
+    /// no longer MIRRORING: a stop or pause overtakes it (STOPPING is valid from both) and
+    /// the next state is decided again. True when it did (or the run is gone).
+    pub(in crate::broker) fn mirror_wait_overtaken(&mut self, tp: &TopicPartition) -> bool {
+        let Some(r) = self.mirror_runs.get(tp) else {
+            return true;
+        };
+        if r.desired == DesiredMirrorState::Mirroring {
+            return false;
+        }
+        self.mirror_drive_from_state(tp, false);
+        true
     }
 }

@@ -3,10 +3,10 @@
 //! refused and the partition bumps) and proactively (a batch within the threshold is
 //! appended and a bump asked for). The seed and early designs never enter it.
 
-use crate::broker::broker::{Broker, Pending};
+use crate::broker::broker::Broker;
 use crate::broker::output::Event;
 use crate::mirror::{EpochCheck, MirrorPartitionState as S};
-use crate::protocol::Request;
+use crate::record::RecordBatch;
 use crate::types::{LeaderEpoch, TopicPartition};
 
 use super::manager::{MirrorStep, greatest_epoch_with_records};
@@ -22,9 +22,16 @@ impl Broker {
     pub(in crate::broker) fn mirror_epoch_check(
         &mut self,
         tp: &TopicPartition,
-        highest_batch_epoch: LeaderEpoch,
+        batches: &[RecordBatch],
     ) -> bool {
         let Some(fencing) = self.mirror_design().epoch_fencing() else {
+            return true;
+        };
+        let Some(highest_batch_epoch) = batches
+            .iter()
+            .map(RecordBatch::partition_leader_epoch)
+            .max()
+        else {
             return true;
         };
         let Some(local) = self.partitions.get(tp).map(|p| p.leader_epoch) else {
@@ -38,14 +45,7 @@ impl Broker {
                     .get(tp)
                     .is_some_and(|r| r.proactive_bump_pending);
                 if !pending && let Some(min) = self.fencing_min_epoch(tp, highest_batch_epoch) {
-                    self.emit(Event::MirrorEpochBumpRequested {
-                        tp: tp.clone(),
-                        batch_epoch: highest_batch_epoch,
-                        local_epoch: local,
-                        min_leader_epoch: min,
-                        proactive: true,
-                    });
-                    self.send_bump(tp, min);
+                    self.request_fencing_bump(tp, highest_batch_epoch, local, min, true);
                     if let Some(r) = self.mirror_runs.get_mut(tp) {
                         r.proactive_bump_pending = true;
                     }
@@ -77,12 +77,23 @@ impl Broker {
         fencing.min_leader_epoch(source.max(seen).max(LeaderEpoch(logged)))
     }
 
-    fn send_bump(&mut self, tp: &TopicPartition, min: LeaderEpoch) {
-        let req = Request::BumpLeaderEpochs {
-            partitions: vec![(tp.clone(), min)],
-        };
-        let controller = self.controller();
-        self.send_request(controller, req, Pending::BumpLeaderEpochs(tp.clone()), 0);
+    /// Traces and sends a fencing bump (`batch_epoch` -1: the EPOCH_FENCING re-drive).
+    fn request_fencing_bump(
+        &mut self,
+        tp: &TopicPartition,
+        batch_epoch: LeaderEpoch,
+        local_epoch: LeaderEpoch,
+        min_leader_epoch: LeaderEpoch,
+        proactive: bool,
+    ) {
+        self.emit(Event::MirrorEpochBumpRequested {
+            tp: tp.clone(),
+            batch_epoch,
+            local_epoch,
+            min_leader_epoch,
+            proactive,
+        });
+        self.send_bump(tp, min_leader_epoch);
     }
 
     /// EPOCH_FENCING entry action and re-drive (B §7.3 `handleEpochFencing`): ask for a bump
@@ -90,15 +101,13 @@ impl Broker {
     /// above it. The bump changes the leader epoch, so the next leadership of this broker
     /// re-reads EPOCH_FENCING and finds the condition met.
     pub(in crate::broker) fn epoch_fencing_continue(&mut self, tp: &TopicPartition) {
-        let Some(r) = self.mirror_runs.get(tp) else {
-            return;
-        };
-        if r.desired != crate::protocol::metadata::DesiredMirrorState::Mirroring {
-            // A stop or pause overtakes the fencing (STOPPING is valid from EPOCH_FENCING).
-            self.mirror_drive_from_state(tp, false);
+        if self.mirror_wait_overtaken(tp) {
             return;
         }
-        let sent = matches!(r.step, MirrorStep::Fencing { sent: true, .. });
+        let sent = self
+            .mirror_runs
+            .get(tp)
+            .is_some_and(|r| matches!(r.step, MirrorStep::Fencing { sent: true }));
         let Some(local) = self.partitions.get(tp).map(|p| p.leader_epoch) else {
             return;
         };
@@ -107,24 +116,14 @@ impl Broker {
             return;
         };
         if local > min {
-            if let Some(r) = self.mirror_runs.get_mut(tp) {
-                r.step = MirrorStep::Idle;
-            }
-            self.mirror_write(tp, Some(S::Mirroring), None);
+            self.mirror_back_to_mirroring(tp);
             return;
         }
         if !sent {
-            self.emit(Event::MirrorEpochBumpRequested {
-                tp: tp.clone(),
-                batch_epoch: LeaderEpoch(-1),
-                local_epoch: local,
-                min_leader_epoch: min,
-                proactive: false,
-            });
-            self.send_bump(tp, min);
+            self.request_fencing_bump(tp, LeaderEpoch(-1), local, min, false);
         }
         if let Some(r) = self.mirror_runs.get_mut(tp) {
-            r.step = MirrorStep::Fencing { min, sent: true };
+            r.step = MirrorStep::Fencing { sent: true };
         }
     }
 
@@ -133,8 +132,8 @@ impl Broker {
     pub(in crate::broker) fn on_fencing_bump_response(&mut self, tp: &TopicPartition) {
         if let Some(r) = self.mirror_runs.get_mut(tp) {
             r.proactive_bump_pending = false;
-            if let MirrorStep::Fencing { min, .. } = r.step {
-                r.step = MirrorStep::Fencing { min, sent: false };
+            if matches!(r.step, MirrorStep::Fencing { .. }) {
+                r.step = MirrorStep::Fencing { sent: false };
             }
         }
     }

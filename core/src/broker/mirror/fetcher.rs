@@ -414,10 +414,7 @@ impl Broker {
             // The design's answer to a source data loss (B §8.3): seed and early keep
             // mirroring; latest removes the fetcher and waits for every replica
             // (ULE_RECOVERY) or, with the flag off, fails for good.
-            let flag = self
-                .image
-                .topic_config(&tp.topic, "mirror.support.unclean.leader.election")
-                == Some("true");
+            let flag = self.mirror_supports_unclean_election(&tp.topic);
             match self.mirror_design().divergence_policy().action(flag) {
                 DivergenceAction::TruncateAndContinue => self.reset_mirror_part(&tp),
                 DivergenceAction::UleRecovery => {
@@ -432,9 +429,7 @@ impl Broker {
             return;
         }
         // Latest's EPOCH_FENCING check on the highest fetched batch epoch (B §8.4).
-        if let Some(highest) = r.batches.iter().map(|b| b.partition_leader_epoch()).max()
-            && !self.mirror_epoch_check(&tp, highest)
-        {
+        if !self.mirror_epoch_check(&tp, &r.batches) {
             return;
         }
         // The source log start may fall inside the first batch (DeleteRecords, retention):
@@ -446,7 +441,6 @@ impl Broker {
         };
         let mut io = Vec::new();
         let mut events = Vec::new();
-        let mut appended = false;
         for b in &r.batches {
             if b.last_offset() < p.log.log_end_offset() {
                 continue;
@@ -461,7 +455,6 @@ impl Broker {
                 p.files
                     .write_epoch_checkpoint(p.log.epoch_cache().epoch_entries(), &mut io);
             }
-            appended = true;
             events.push(Event::MirrorAppended {
                 tp: tp.clone(),
                 base_offset: b.base_offset(),
@@ -472,6 +465,7 @@ impl Broker {
         // The destination log start follows the source's (never above our HW).
         let ls = r.log_start_offset.min(p.log.high_watermark());
         let ls_moved = p.log.maybe_increment_log_start_offset(ls).unwrap_or(false);
+        let appended = !events.is_empty();
         self.io(io);
         self.emit_all(events);
         if ls_moved {
@@ -529,12 +523,23 @@ impl Broker {
 
     /// Moves a mirror partition to FAILED with a reason (non-retryable).
     pub(in crate::broker) fn mirror_fail(&mut self, tp: &TopicPartition, reason: &str) {
+        self.mirror_fail_with(tp, reason, MirrorPartitionStatus::NON_RETRYABLE);
+    }
+
+    /// Persists FAILED with `reason` and the retry counter `attempt` (-1: non-retryable),
+    /// remembered in memory as the write carries them.
+    pub(in crate::broker) fn mirror_fail_with(
+        &mut self,
+        tp: &TopicPartition,
+        reason: &str,
+        attempt: i16,
+    ) {
         let Some(r) = self.mirror_runs.get_mut(tp) else {
             return;
         };
         let status = r.status.get_or_insert_with(MirrorPartitionStatus::unknown);
         status.error_message = Some(reason.to_string());
-        status.retry_attempt = -1;
-        self.mirror_write_failed(tp, reason);
+        status.retry_attempt = attempt;
+        self.mirror_write_with(tp, Some(S::Failed), None, Some((reason, attempt)));
     }
 }

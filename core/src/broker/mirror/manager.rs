@@ -14,7 +14,7 @@ use crate::broker::output::Event;
 use crate::broker::timers::TimerId;
 use crate::mirror::{
     LmeLookup, LookupVerdict, MirrorPartitionState as S, MirrorPartitionStatus, StopStep,
-    is_valid_transition, stop_plan,
+    is_valid_transition, previous_state_after, stop_plan,
 };
 use crate::protocol::messages::{
     MirrorPartitionStateWrite, ReadMirrorStatesTopic, WriteMirrorStatesTopic,
@@ -42,11 +42,10 @@ pub enum MirrorStep {
     AwaitIsr,
     /// ULE_RECOVERY (latest): waiting until no replica at all is ahead.
     AwaitAllReplicas,
-    /// EPOCH_FENCING (latest): waiting for the metadata to show a leader epoch above `min`;
-    /// `sent` while a BumpLeaderEpochs request is out.
+    /// EPOCH_FENCING (latest): waiting for the metadata to show a leader epoch above the
+    /// bump's `MinLeaderEpoch` (recomputed on every re-drive); `sent` while a
+    /// BumpLeaderEpochs request is out.
     Fencing {
-        /// The `MinLeaderEpoch` asked for.
-        min: LeaderEpoch,
         /// A request is in flight.
         sent: bool,
     },
@@ -646,11 +645,6 @@ impl Broker {
         self.send_request(to, req, Pending::MirrorWrite(tp.clone(), target, reason), 0);
     }
 
-    /// Persists FAILED with a reason (non-retryable).
-    pub(in crate::broker) fn mirror_write_failed(&mut self, tp: &TopicPartition, reason: &str) {
-        self.mirror_write_with(tp, Some(S::Failed), None, Some((reason, -1)));
-    }
-
     pub(in crate::broker) fn on_mirror_write(
         &mut self,
         tp: &TopicPartition,
@@ -686,14 +680,7 @@ impl Broker {
             (Some(t), Some((_, ErrorCode::None, new_epoch))) => {
                 let from = r.state();
                 let status = r.status.get_or_insert_with(MirrorPartitionStatus::unknown);
-                // The state a retry or RecoverMirrorTopics returns to, kept as the coordinator
-                // keeps it (`state_store::next_status`): FAILED remembers the state it failed
-                // from (a FAILED -> FAILED rewrite keeps the first); any other state has none.
-                if t != S::Failed {
-                    status.previous_state = S::Unknown;
-                } else if from != S::Failed {
-                    status.previous_state = from;
-                }
+                status.previous_state = previous_state_after(status, t);
                 status.state = t;
                 status.state_epoch = new_epoch;
                 status.leader_epoch = r.leader_epoch;
@@ -775,10 +762,7 @@ impl Broker {
             S::EpochFencing => {
                 self.remove_from_mirror_fetcher(tp);
                 if let Some(r) = self.mirror_runs.get_mut(tp) {
-                    r.step = MirrorStep::Fencing {
-                        min: LeaderEpoch(-1),
-                        sent: false,
-                    };
+                    r.step = MirrorStep::Fencing { sent: false };
                 }
                 self.epoch_fencing_continue(tp);
             }

@@ -53,22 +53,12 @@ impl Broker {
         let Some(status) = r.status.clone() else {
             return;
         };
-        let target = match status.previous_state {
-            S::Unknown => S::Preparing,
-            s => s,
-        };
-        let design = self.config.mirror_design;
         if let Some(r) = self.mirror_runs.get_mut(tp) {
             r.step = MirrorStep::Idle;
         }
-        if !is_valid_transition(&design, S::Failed, target) {
-            self.emit(Event::MirrorRetrySkipped {
-                tp: tp.clone(),
-                target,
-                attempt: status.retry_attempt,
-            });
+        let Some(target) = self.failed_return_target(tp, &status, status.retry_attempt) else {
             return;
-        }
+        };
         // The retry keeps the attempt counter: only a successful fetch clears it (B §7.4
         // `clearFailedStateAndPersist`), so a partition that fails again backs off longer.
         let reason = status.error_message.clone().unwrap_or_default();
@@ -80,19 +70,39 @@ impl Broker {
         );
     }
 
+    /// The state a FAILED partition returns to (a retry or RecoverMirrorTopics): its
+    /// previous state, PREPARING when there is none. `None`, traced as skipped, when FAILED
+    /// cannot enter it (B §7.6-2: the partition stays FAILED).
+    fn failed_return_target(
+        &mut self,
+        tp: &TopicPartition,
+        status: &MirrorPartitionStatus,
+        attempt: i16,
+    ) -> Option<S> {
+        let target = match status.previous_state {
+            S::Unknown => S::Preparing,
+            s => s,
+        };
+        if is_valid_transition(&self.config.mirror_design, S::Failed, target) {
+            return Some(target);
+        }
+        self.emit(Event::MirrorRetrySkipped {
+            tp: tp.clone(),
+            target,
+            attempt,
+        });
+        None
+    }
+
     /// Persists FAILED for a condition the design may retry: the attempt counter is the
     /// prototype's `nextAttempt` (B §7.4); without retries it is non-retryable.
     pub(in crate::broker) fn mirror_fail_retryable(&mut self, tp: &TopicPartition, reason: &str) {
         let retry = self.mirror_design().failed_retry();
-        let Some(r) = self.mirror_runs.get_mut(tp) else {
+        let Some(r) = self.mirror_runs.get(tp) else {
             return;
         };
         let current = r.status.as_ref().map_or(0, |s| s.retry_attempt);
-        let attempt = retry.next_attempt(current, false);
-        let status = r.status.get_or_insert_with(MirrorPartitionStatus::unknown);
-        status.error_message = Some(reason.to_string());
-        status.retry_attempt = attempt;
-        self.mirror_write_with(tp, Some(S::Failed), None, Some((reason, attempt)));
+        self.mirror_fail_with(tp, reason, retry.next_attempt(current, false));
     }
 
     /// A successful mirror append clears a retry counter left by an earlier FAILED (B §7.4
@@ -121,7 +131,6 @@ impl Broker {
         topics: &[String],
     ) -> Vec<(String, ErrorCode, TopicId)> {
         let supported = self.mirror_design().failed_retry() != FailedRetry::Never;
-        let design = self.config.mirror_design;
         let mut results = Vec::new();
         for topic in topics {
             let id = self.image.topic_id(topic).unwrap_or(TopicId::ZERO);
@@ -152,18 +161,9 @@ impl Broker {
                 })
                 .collect();
             for (tp, status) in failed {
-                let target = match status.previous_state {
-                    S::Unknown => S::Preparing,
-                    s => s,
-                };
-                if !is_valid_transition(&design, S::Failed, target) {
-                    self.emit(Event::MirrorRetrySkipped {
-                        tp: tp.clone(),
-                        target,
-                        attempt: 0,
-                    });
+                let Some(target) = self.failed_return_target(&tp, &status, 0) else {
                     continue;
-                }
+                };
                 if let Some(r) = self.mirror_runs.get_mut(&tp) {
                     r.step = MirrorStep::Idle;
                     if let Some(s) = r.status.as_mut() {

@@ -69,11 +69,7 @@ impl Broker {
                     return true;
                 }
                 if !matches!(wait, StopWait::Bump(_)) {
-                    let req = Request::BumpLeaderEpochs {
-                        partitions: vec![(tp.clone(), min)],
-                    };
-                    let controller = self.controller();
-                    self.send_request(controller, req, Pending::BumpLeaderEpochs(tp.clone()), 0);
+                    self.send_bump(tp, min);
                     if let Some(r) = self.mirror_runs.get_mut(tp) {
                         r.step = MirrorStep::Stop {
                             index,
@@ -302,5 +298,15 @@ impl Broker {
             };
         }
         self.mirror_retry_later();
+    }
+
+    /// Asks the controller for a leader epoch above `min` (BumpLeaderEpochs; the controller
+    /// writes `max(current, min) + 1`): the stop's bump and EPOCH_FENCING's.
+    pub(in crate::broker) fn send_bump(&mut self, tp: &TopicPartition, min: LeaderEpoch) {
+        let req = Request::BumpLeaderEpochs {
+            partitions: vec![(tp.clone(), min)],
+        };
+        let controller = self.controller();
+        self.send_request(controller, req, Pending::BumpLeaderEpochs(tp.clone()), 0);
     }
 }
