@@ -74,7 +74,7 @@ fn mirror_chaos_seeds_pass() {
     for seed in 1..201 {
         let out = run_chaos_seed(seed, &opts);
         let want = known.get(&seed).map_or("pass", String::as_str);
-        if out.verdict.short() != want {
+        if out.kind() != want {
             unexpected.push((seed, want, out.verdict));
         }
     }

@@ -413,6 +413,23 @@ fn a_stopped_leader_that_reads_back_stopping_writes_stopped_again_without_a_seco
 }
 
 #[test]
+fn a_stopped_leader_keeps_stopped_while_a_new_coordinator_reads_back_an_older_state() {
+    // Fresh mirror chaos seed 704949 (shrunk): the `__mirror_state` leader restarts and
+    // leads again alone, below min.insync.replicas, so its HW (KIP-966) stays below the
+    // STOPPING and STOPPED records it holds: its reads answer MIRRORING se=2, its writes are
+    // checked against STOPPED se=4. The STOPPED leader of t0-0 took MIRRORING as its own
+    // (its failed-over topic refused producers and transaction markers with READ_ONLY_TOPIC)
+    // and, once the HW passed the records, reported MIRRORING -> STOPPED (valid_transitions).
+    // It now stays STOPPED and writes the record forward from the older answer; the write is
+    // fenced until the coordinator catches up.
+    passes_with(
+        include_str!("capsules/mirror-704949-stale-coordinator-read-below-stopped.json"),
+        Some("state regressed: read MIRRORING se=2 below STOPPED se=4, writing STOPPING again"),
+        "the case needs the stale read",
+    );
+}
+
+#[test]
 fn the_stops_lso_cut_at_the_log_end_keeps_the_leaders_own_epoch() {
     // Mirror chaos seed 60172 (shrunk): on the new primary a stop is finished, after two
     // unclean elections, by dst-2 leading epoch 2 with its epoch-0 PID reset at the log end.

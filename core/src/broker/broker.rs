@@ -90,8 +90,8 @@ pub(super) enum Pending {
         round: u64,
         step: super::mirror::sync::SyncStep,
     },
-    /// KIP-1279: `ReadMirrorStates` of `DeleteMirror` validation `.0` (see `delete_mirror`).
-    DeleteMirrorStates(u64),
+    /// KIP-1279: `ReadMirrorStates` of admin validation `.0` (see `admin_validation`).
+    MirrorValidationStates(u64),
     /// An admin request relayed to the controller for `client`.
     Forward {
         client: NodeId,
@@ -133,7 +133,7 @@ pub struct Broker {
         BTreeMap<TopicPartition, Vec<super::mirror::manager::UnconfirmedTransition>>,
     pub(super) mirror_fetch: super::mirror::fetcher::MirrorFetchState,
     pub(super) mirror_sync: super::mirror::sync::MirrorSyncHost,
-    pub(super) delete_mirror: super::mirror::delete_mirror::DeleteMirrorHost,
+    pub(super) admin_validations: super::mirror::admin_validation::AdminValidations,
 }
 
 impl Broker {
@@ -177,7 +177,7 @@ impl Broker {
             mirror_unconfirmed: BTreeMap::new(),
             mirror_fetch: super::mirror::fetcher::MirrorFetchState::default(),
             mirror_sync: super::mirror::sync::MirrorSyncHost::default(),
-            delete_mirror: super::mirror::delete_mirror::DeleteMirrorHost::default(),
+            admin_validations: super::mirror::admin_validation::AdminValidations::default(),
             config,
         };
         let mut io = Vec::new();

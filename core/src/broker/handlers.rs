@@ -82,6 +82,12 @@ impl Broker {
             Request::WriteTxnMarkers { markers } => {
                 self.handle_write_txn_markers(from, id, markers)
             }
+            Request::StopMirrorTopics {
+                mirror_name,
+                topics,
+                state_validation_offset,
+            } if self.mirror_design().stop_validates_partition_states() => self
+                .handle_stop_mirror_topics(from, id, mirror_name, topics, state_validation_offset),
             req @ (Request::CreateTopics { .. }
             | Request::DeleteTopics { .. }
             | Request::CreatePartitions { .. }
@@ -108,7 +114,7 @@ impl Broker {
                     0,
                 );
             }
-            // KIP-1279: validated here against `__mirror_state` first (see `delete_mirror`).
+            // KIP-1279: validated here against `__mirror_state` first (see `admin_validation`).
             Request::DeleteMirror {
                 mirror_name,
                 state_validation_offset,

@@ -143,7 +143,7 @@ impl Broker {
                     .collect();
                 self.on_markers_result(partition, &transactional_id, results);
             }
-            Pending::DeleteMirrorStates(v) => self.on_delete_mirror_states(v, None),
+            Pending::MirrorValidationStates(v) => self.on_mirror_validation_states(v, None),
             Pending::Forward { client, client_id } => {
                 self.respond(
                     client,
@@ -267,7 +267,9 @@ impl Broker {
                 self.on_reset_response(leader, &tp, partitions);
             }
             (Pending::Forward { client, client_id }, resp) => self.respond(client, client_id, resp),
-            (Pending::DeleteMirrorStates(v), resp) => self.on_delete_mirror_states(v, Some(resp)),
+            (Pending::MirrorValidationStates(v), resp) => {
+                self.on_mirror_validation_states(v, Some(resp))
+            }
             (Pending::CreateInternalTopics, _) => self.on_internal_topics_created(),
             (Pending::MirrorRead(tp), resp) => self.on_mirror_read(&tp, Some(resp)),
             (Pending::MirrorWrite(tp, target, reason), resp) => {

@@ -299,10 +299,12 @@ pub enum Event {
         /// Why, for a transition to FAILED (the `error_message` persisted with it).
         reason: Option<String>,
     },
-    /// KIP-1279: a settled leader re-read its `__mirror_state` record after the partition
-    /// holding it changed leader, and found an older state than the STOPPED it had seen
-    /// committed (the coordinator's tail was lost with a declared loss); it writes STOPPED
-    /// again instead of re-running the stop plan on a writable log.
+    /// KIP-1279: a STOPPED leader re-read its `__mirror_state` record and found an older
+    /// state than the STOPPED it had seen committed: the coordinator lost its tail (a
+    /// declared loss), or its HW has not reached the records yet (a new coordinator leader
+    /// alone below min.insync.replicas). The partition stays STOPPED (writable) and the
+    /// record is written forward again from the older state, instead of re-running the stop
+    /// plan on a log that has taken the failover's writes.
     MirrorStateRegressed {
         /// Partition.
         tp: TopicPartition,
@@ -312,6 +314,9 @@ pub enum Event {
         read_state_epoch: i32,
         /// The state epoch of the STOPPED record this leader saw committed.
         confirmed_state_epoch: i32,
+        /// The state written to repair the record (STOPPING from an older PREPARING,
+        /// MIRRORING or FAILED; STOPPED from STOPPING).
+        writing: crate::mirror::MirrorPartitionState,
     },
     /// KIP-1279 PREPARING: the log was aligned with the LME from the other cluster.
     MirrorAligned {

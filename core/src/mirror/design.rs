@@ -170,7 +170,7 @@ const NAMED: [(&str, &str); 18] = [
     ),
     (
         "latest",
-        "late prototype: LOG_ALIGNMENT by LastMirrorPosition (epoch rule bounded by the offset), convergence also waits for min ISR; EPOCH_FENCING reactive and proactive (threshold 3, increment 10; no periodic coordinator bump); a divergence goes ULE_RECOVERY with mirror.support.unclean.leader.election, else FAILED for good; FAILED retries to the previous state with a doubling backoff (no jitter) and is re-asserted before a stop; stop: record the position, bump, ABORT markers, PID reset (B §8.5). RecoverMirrorTopics rewrites FAILED to the previous state. Not modelled: the MIRRORING/PAUSED-only stop validation, the stale source metadata check",
+        "late prototype: LOG_ALIGNMENT by LastMirrorPosition (epoch rule bounded by the offset), convergence also waits for min ISR; EPOCH_FENCING reactive and proactive (threshold 3, increment 10; no periodic coordinator bump); a divergence goes ULE_RECOVERY with mirror.support.unclean.leader.election, else FAILED for good; FAILED retries to the previous state with a doubling backoff (no jitter) and is re-asserted before a stop; stop accepted only when every partition reads MIRRORING or PAUSED (the broker's validateStopMirrorStates); stop: record the position, bump, ABORT markers, PID reset (B §8.5). RecoverMirrorTopics rewrites FAILED to the previous state. Not modelled: the stale source metadata check (every mirror fetch carries currentLeaderEpoch, so a source leader fences a stale fetch before it could return a batch above it)",
     ),
     (
         "early-no-isr-wait",
@@ -435,6 +435,15 @@ impl Design {
             }
             Preset::Latest => matches!(state, S::Mirroring | S::Paused),
         }
+    }
+
+    /// Whether the broker checks [`Self::stop_allowed_from`] against the partitions'
+    /// `__mirror_state` records before it forwards a StopMirrorTopics (latest: the
+    /// prototype's `validateStopMirrorStates`, B §6.6). Seed and early judge a stop by the
+    /// desired state at the controller only (A.1), and a FAILED or PREPARING partition stops.
+    #[must_use]
+    pub fn stop_validates_partition_states(&self) -> bool {
+        self.preset == Preset::Latest
     }
 
     /// StartMirrorTopics validation: UNKNOWN (never mirrored) or STOPPED (failback / restart).

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mirror_core::protocol::{ClusterIdx, NodeId};
+use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId};
 use mirror_core::record::{BatchBuilder, SimpleRecord};
 use mirror_core::types::{BrokerId, Offset, TopicPartition};
 
@@ -45,6 +45,10 @@ pub(super) struct MirrorOps {
 /// How long the failover clients wait for the destination to reach STOPPED.
 const FAILOVER_WAIT_MS: u64 = 60_000;
 
+/// A stop refused for a partition's state is sent again this many times, this far apart.
+const STOP_REFUSED_RETRIES: u32 = 30;
+const STOP_REFUSED_BACKOFF_MS: u64 = 2_000;
+
 pub(super) async fn apply(
     w: &KafkaWorld,
     plan: &ChaosPlan,
@@ -60,7 +64,19 @@ pub(super) async fn apply(
             let plan = plan.clone();
             w.world.spawn(async move {
                 let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                if w2.stop_mirror_topics(dst, "m1", &refs).await.is_ok() {
+                let mut result = w2.stop_mirror_topics(dst, "m1", &refs).await;
+                // The latest design's broker refuses a stop while a partition is not
+                // MIRRORING or PAUSED (`admin_validation`): the operator tries again, as an
+                // admin script would, for a bounded time.
+                for _ in 0..STOP_REFUSED_RETRIES {
+                    if result != ErrorCode::InvalidMirrorPartitionState {
+                        break;
+                    }
+                    crate::world::clock::sleep(Duration::from_millis(STOP_REFUSED_BACKOFF_MS))
+                        .await;
+                    result = w2.stop_mirror_topics(dst, "m1", &refs).await;
+                }
+                if result.is_ok() {
                     if let Ok(mut o) = ops.lock() {
                         o.stopped = true;
                     }

@@ -17,5 +17,7 @@ pub use plan::{
     ChaosFault, ChaosPlan, ClientPlan, CrashMode, FaultStep, PersistentFault, PersistentKind,
     PlanSize, build_id,
 };
-pub use run::{ChaosOptions, ChaosOutcome, RunLimits, Verdict, run_chaos_seed, run_plan};
+pub use run::{
+    ChaosOptions, ChaosOutcome, RunLimits, Verdict, run_chaos_seed, run_plan, verdict_kind,
+};
 pub use site::FailureSite;

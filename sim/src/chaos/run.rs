@@ -84,6 +84,31 @@ pub struct ChaosOutcome {
     pub plan: ChaosPlan,
 }
 
+impl ChaosOutcome {
+    /// The verdict's kind for baselines (`.ci/known-mirror-findings.txt`): the short verdict,
+    /// and for a liveness failure what did not converge ([`FailureSite::stuck`], spaces as
+    /// `_`: `liveness:isr_short`, `liveness:state_FAILED_want_MIRRORING`). A known liveness
+    /// finding then only covers new seeds stuck the same way, not every liveness failure.
+    #[must_use]
+    pub fn kind(&self) -> String {
+        verdict_kind(&self.verdict, self.site.as_ref())
+    }
+}
+
+/// [`ChaosOutcome::kind`] from its parts.
+#[must_use]
+pub fn verdict_kind(verdict: &Verdict, site: Option<&FailureSite>) -> String {
+    match (verdict, site.and_then(|s| s.stuck.as_deref())) {
+        (Verdict::Liveness { .. }, Some(stuck)) => {
+            format!(
+                "liveness:{}",
+                stuck.split_whitespace().collect::<Vec<_>>().join("_")
+            )
+        }
+        _ => verdict.short(),
+    }
+}
+
 /// Options that change a run without changing its plan.
 #[derive(Clone, Debug, Default)]
 pub struct ChaosOptions {

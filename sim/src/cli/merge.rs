@@ -30,6 +30,8 @@ struct Sweep {
 struct Row {
     seed: u64,
     verdict: String,
+    /// The baseline kind (`ChaosOutcome::kind`; the verdict in files written before it).
+    kind: String,
     trace_hash: Option<String>,
     capsule: Option<String>,
     deterministic: Option<bool>,
@@ -69,7 +71,7 @@ pub fn run(files: &[PathBuf], json: bool, known: Option<&known::Known>) -> Resul
         let failed: BTreeMap<u64, String> = merged
             .failed
             .iter()
-            .map(|r| (r.seed, r.verdict.clone()))
+            .map(|r| (r.seed, r.kind.clone()))
             .collect();
         diffs = known::differences(k, &ran, &failed);
         ok = diffs.is_empty();
@@ -206,6 +208,10 @@ fn read_row(v: &Value) -> Option<Row> {
     Some(Row {
         seed: v["seed"].as_u64()?,
         verdict: v["verdict"].as_str()?.to_string(),
+        kind: v["kind"]
+            .as_str()
+            .or_else(|| v["verdict"].as_str())?
+            .to_string(),
         trace_hash: v["trace_hash"].as_str().map(str::to_string),
         capsule: v["capsule"].as_str().map(str::to_string),
         deterministic: v["deterministic"].as_bool(),

@@ -84,6 +84,8 @@ pub struct SweepSummary {
     pub sim_seconds: f64,
     /// Seeds whose repeat gave another trace hash.
     pub nondeterministic: Vec<u64>,
+    /// The failures' kinds ([`ChaosOutcome::kind`]), compared with a baseline.
+    pub kinds: BTreeMap<u64, String>,
 }
 
 impl SweepSummary {
@@ -95,6 +97,9 @@ impl SweepSummary {
             .entry(o.verdict.short())
             .or_default()
             .push(o.seed);
+        if !o.verdict.is_pass() {
+            self.kinds.insert(o.seed, o.kind());
+        }
     }
 
     /// Seeds that did not pass.

@@ -113,16 +113,11 @@ pub fn run(a: &SweepArgs<'_>) -> Result<i32, CliError> {
     let findings_ok = match a.known {
         None => summary.failed().is_empty(),
         Some(k) => {
-            let failed: BTreeMap<u64, String> = summary
-                .by_verdict
-                .iter()
-                .filter(|(v, _)| v.as_str() != "pass")
-                .flat_map(|(v, seeds)| seeds.iter().map(move |s| (*s, v.clone())))
-                .collect();
+            let failed = &summary.kinds;
             let diffs = if a.fresh {
-                known::unknown_kinds(k, &failed)
+                known::unknown_kinds(k, failed)
             } else {
-                known::differences(k, &list, &failed)
+                known::differences(k, &list, failed)
             };
             if !a.json && a.fresh {
                 println!(
@@ -165,6 +160,7 @@ pub fn seed_line(o: &ChaosOutcome, capsule: Option<&Path>) -> serde_json::Value 
         "mirror": o.plan.mirror,
         "design": o.plan.design,
         "verdict": o.verdict.short(),
+        "kind": o.kind(),
         "trace_hash": o.report.as_ref().map(|r| r.trace_hash.clone()),
         "sim_seconds": o.report.as_ref().map(|r| r.sim_seconds),
         "events": o.report.as_ref().map(|r| r.events),

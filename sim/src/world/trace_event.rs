@@ -578,11 +578,13 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
             read,
             read_state_epoch,
             confirmed_state_epoch,
+            writing,
         } => compact(
             tp.to_string(),
             format!(
-                "state regressed: read {} se={read_state_epoch} below STOPPED se={confirmed_state_epoch}, writing STOPPED again",
-                read.name()
+                "state regressed: read {} se={read_state_epoch} below STOPPED se={confirmed_state_epoch}, writing {} again",
+                read.name(),
+                writing.name()
             ),
         ),
         Event::MirrorAligned {

@@ -90,6 +90,10 @@ pub struct MirrorRun {
     pub leader_epoch: LeaderEpoch,
     /// A proactive EPOCH_FENCING bump is in flight (latest): one at a time.
     pub proactive_bump_pending: bool,
+    /// The coordinator's answer while it is older than the STOPPED this run saw committed
+    /// (see [`Event::MirrorStateRegressed`]): writes repair the record from it, while the
+    /// partition keeps behaving as `status` says.
+    pub behind: Option<MirrorPartitionStatus>,
 }
 
 /// A transition this broker wrote to `__mirror_state` without seeing it succeed (the response
@@ -114,6 +118,13 @@ impl MirrorRun {
     #[must_use]
     pub fn state(&self) -> S {
         self.status.as_ref().map_or(S::Unknown, |s| s.state)
+    }
+
+    /// The record the coordinator holds, which the next write must name: the older answer
+    /// being repaired, else the status.
+    #[must_use]
+    pub fn write_base(&self) -> Option<&MirrorPartitionStatus> {
+        self.behind.as_ref().or(self.status.as_ref())
     }
 }
 
@@ -211,6 +222,7 @@ impl Broker {
                     step: MirrorStep::Reading,
                     leader_epoch: epoch,
                     proactive_bump_pending: false,
+                    behind: None,
                 };
                 self.mirror_runs.insert(tp.clone(), run);
                 self.send_mirror_read(tp);
@@ -346,20 +358,25 @@ impl Broker {
             return;
         };
         let before = r.status.as_ref().map(|s| (s.state, s.state_epoch));
-        let confirmed_stopped = r
-            .status
-            .as_ref()
-            .filter(|s| s.state == S::Stopped)
-            .map(|s| s.state_epoch);
-        r.status = Some(MirrorPartitionStatus {
+        let answer = MirrorPartitionStatus {
             state: S::from_value(d.state).unwrap_or(S::Unknown),
             previous_state: S::from_value(d.previous_state).unwrap_or(S::Unknown),
             state_epoch: d.state_epoch,
             leader_epoch: d.leader_epoch.unwrap_or(LeaderEpoch::UNDEFINED),
             error_message: d.error_message,
             retry_attempt: d.retry_attempt,
-        });
+        };
         r.step = MirrorStep::Idle;
+        if let Some((S::Stopped, confirmed)) = before
+            && answer.state_epoch < confirmed
+            && answer.state != S::Unknown
+            && r.desired == DesiredMirrorState::Stopped
+        {
+            self.mirror_repair_stopped(tp, answer, confirmed);
+            return;
+        }
+        r.behind = None;
+        r.status = Some(answer);
         // Our own write may have been persisted while its response was lost: the re-read is
         // then the first time this leader learns of the transition, so report it as one. Only
         // a record written at our leader epoch is ours (one leader per epoch), only from a
@@ -421,49 +438,77 @@ impl Broker {
                 reason,
             });
         }
-        if let Some(confirmed) = confirmed_stopped
-            && self.mirror_restore_stopped(tp, confirmed)
-        {
-            return;
-        }
         self.mirror_drive_from_state(tp, true);
     }
 
-    /// This run had STOPPED committed at state epoch `confirmed`, and the read returned an
-    /// older STOPPING: the record was lost with the coordinator's tail (a declared loss).
-    /// The stop plan ran to its end on this log (the bump, LSO cut and PID reset are in it),
-    /// and the partition has taken client writes since, so re-running the plan would cut
-    /// and reset the failover's own producers. Only the store lost something: write STOPPED
-    /// again, with the failback marker computed as the stop did (`last_mirrored_position`
-    /// skips the writes after this stop's PID reset). True when the write went out.
-    fn mirror_restore_stopped(&mut self, tp: &TopicPartition, confirmed: i32) -> bool {
-        let Some(r) = self.mirror_runs.get(tp) else {
-            return false;
+    /// This STOPPED run read back an older `answer` than the STOPPED it saw committed at
+    /// state epoch `confirmed`. Either the coordinator lost its tail (a declared loss: an
+    /// unclean election of `__mirror_state`, mirror chaos seeds 64 and 7771) or its new
+    /// leader's HW has not reached the records (alone below min.insync.replicas, KIP-966: its
+    /// reads answer the committed state, its writes are checked against the newer one; seed
+    /// 704949). The stop plan ran to its end on this log (the bump, LSO cut and PID reset are
+    /// in it) and the partition has taken client writes since: taking the older state as its
+    /// own made the failover's topic read-only again (seed 704949: READ_ONLY_TOPIC to its
+    /// producers and its transaction markers), and re-running the plan would cut and reset
+    /// the failover's own producers. So the partition stays STOPPED and only the record is
+    /// written forward from the answer: STOPPING (from an older PREPARING, MIRRORING or
+    /// FAILED), then STOPPED with the failback marker computed as the stop did
+    /// (`last_mirrored_position` skips the writes after this stop's PID reset). A coordinator
+    /// that still holds the newer records fences the write, and the run reads again until
+    /// its HW passes them.
+    fn mirror_repair_stopped(
+        &mut self,
+        tp: &TopicPartition,
+        answer: MirrorPartitionStatus,
+        confirmed: i32,
+    ) {
+        let design = self.mirror_design();
+        let writing = if answer.state == S::Stopping {
+            S::Stopped
+        } else {
+            S::Stopping
         };
-        let regressed = r
-            .status
-            .as_ref()
-            .is_some_and(|s| s.state == S::Stopping && s.state_epoch < confirmed);
-        if !regressed || r.desired != DesiredMirrorState::Stopped {
-            return false;
+        let Some(r) = self.mirror_runs.get_mut(tp) else {
+            return;
+        };
+        let (read, read_state_epoch) = (answer.state, answer.state_epoch);
+        if !is_valid_transition(&design, read, writing) {
+            // No write leads forward from it (seed: PAUSING/PAUSED -> STOPPING): wait for the
+            // coordinator to catch up.
+            r.behind = None;
+            r.step = MirrorStep::Reading;
+            self.mirror_retry_later();
+            return;
         }
-        let marker = stop_plan(&self.mirror_design())
-            .contains(&StopStep::RecordLastMirror)
-            .then(|| self.mirrored_position(tp))
-            .flatten()
-            .map(|(lme, end)| (lme, end.0));
-        let (read, read_state_epoch) = r
-            .status
+        let repeated = r
+            .behind
             .as_ref()
-            .map_or((S::Unknown, 0), |s| (s.state, s.state_epoch));
-        self.emit(Event::MirrorStateRegressed {
-            tp: tp.clone(),
-            read,
-            read_state_epoch,
-            confirmed_state_epoch: confirmed,
-        });
-        self.mirror_write(tp, Some(S::Stopped), marker);
-        true
+            .is_some_and(|b| b.state == read && b.state_epoch == read_state_epoch);
+        r.behind = Some(answer);
+        if !repeated {
+            self.emit(Event::MirrorStateRegressed {
+                tp: tp.clone(),
+                read,
+                read_state_epoch,
+                confirmed_state_epoch: confirmed,
+                writing,
+            });
+        }
+        self.mirror_write_repair(tp, writing);
+    }
+
+    /// One write of [`Self::mirror_repair_stopped`]; STOPPED carries the failback marker.
+    fn mirror_write_repair(&mut self, tp: &TopicPartition, writing: S) {
+        let marker = (writing == S::Stopped)
+            .then(|| {
+                stop_plan(&self.mirror_design())
+                    .contains(&StopStep::RecordLastMirror)
+                    .then(|| self.mirrored_position(tp))
+                    .flatten()
+                    .map(|(lme, end)| (lme, end.0))
+            })
+            .flatten();
+        self.mirror_write(tp, Some(writing), marker);
     }
 
     /// Re-evaluates a run after an outside change (desired state, timer).
@@ -608,11 +653,12 @@ impl Broker {
             return;
         };
         let r = self.mirror_runs.get_mut(tp).expect("checked");
-        let state_epoch = r.status.as_ref().map_or(0, |s| s.state_epoch);
+        let state_epoch = r.write_base().map_or(0, |s| s.state_epoch);
+        let base_state = r.write_base().map_or(S::Unknown, |s| s.state);
         if let Some(t) = target {
             r.step = MirrorStep::Writing(t);
             let u = UnconfirmedTransition {
-                from: r.state(),
+                from: base_state,
                 from_epoch: state_epoch,
                 to: t,
                 writer: r.leader_epoch,
@@ -631,7 +677,7 @@ impl Broker {
             last_mirror_offset: last_mirror.map(|(_, o)| Offset(o)),
             error_message: failure.map(|(m, _)| m.to_string()),
             retry_attempt: failure.map_or(0, |(_, r)| r),
-            previous_state: r.state().value(),
+            previous_state: base_state.value(),
         };
         let req = Request::WriteMirrorStates {
             mirror_name: r.mirror.clone(),
@@ -664,9 +710,7 @@ impl Broker {
         };
         match (target, result) {
             (Some(_), Some((_, ErrorCode::None, new_epoch)))
-                if r.status
-                    .as_ref()
-                    .is_some_and(|s| s.state_epoch == new_epoch) =>
+                if r.write_base().is_some_and(|s| s.state_epoch == new_epoch) =>
             {
                 // The coordinator skipped an invalid transition (no record, same state epoch):
                 // nothing was persisted, so no side effect may run. Re-read and retry later.
@@ -676,6 +720,35 @@ impl Broker {
                     us.retain(|u| !(u.writer == writer && u.to == t));
                 }
                 self.mirror_retry_later();
+            }
+            (Some(t), Some((_, ErrorCode::None, new_epoch))) if r.behind.is_some() => {
+                // A repair write of a STOPPED run (`mirror_repair_stopped`): the coordinator's
+                // record moved forward; the partition did not (it stays STOPPED, no entry
+                // action runs). The record's transition is reported as the coordinator's
+                // history now has it.
+                let behind = r.behind.as_mut().expect("guarded");
+                let from = behind.state;
+                behind.previous_state = previous_state_after(behind, t);
+                behind.state = t;
+                behind.state_epoch = new_epoch;
+                behind.leader_epoch = r.leader_epoch;
+                let leader_epoch = r.leader_epoch;
+                if t == S::Stopped {
+                    r.status = r.behind.take();
+                    r.step = MirrorStep::Idle;
+                }
+                self.mirror_unconfirmed.remove(tp);
+                self.emit(Event::MirrorStateChanged {
+                    tp: tp.clone(),
+                    from,
+                    to: t,
+                    state_epoch: new_epoch,
+                    leader_epoch,
+                    reason: None,
+                });
+                if t == S::Stopping {
+                    self.mirror_write_repair(tp, S::Stopped);
+                }
             }
             (Some(t), Some((_, ErrorCode::None, new_epoch))) => {
                 let from = r.state();
@@ -708,7 +781,12 @@ impl Broker {
                 self.mirror_retry_later();
             }
             (Some(_), _) => {
-                r.step = MirrorStep::Idle;
+                // A repair re-reads first: the answer decides what to write next.
+                r.step = if r.behind.is_some() {
+                    MirrorStep::Reading
+                } else {
+                    MirrorStep::Idle
+                };
                 self.mirror_retry_later();
             }
             (None, Some((_, ErrorCode::None, _))) => {

@@ -12,12 +12,13 @@
 //! - [`fetcher`]: the mirror fetcher (MIRRORING).
 //! - [`coordinator`]: the `__mirror_state` coordinator.
 //! - [`sync`], [`acl_sync`]: metadata sync (configs, group offsets, ACLs).
-//! - [`delete_mirror`], the DeleteMirror RPC.
+//! - [`admin_validation`]: DeleteMirror and (latest) StopMirrorTopics, validated against
+//!   `__mirror_state` before they are forwarded.
 
 pub mod acl_sync;
+pub mod admin_validation;
 mod alignment;
 pub mod coordinator;
-pub mod delete_mirror;
 mod fencing;
 pub mod fetcher;
 pub mod manager;

@@ -1,5 +1,8 @@
-//! KIP-1279 `DeleteMirror` validation at the receiving broker (spec kip1279.md A.1: "allowed
-//! only when every topic of the mirror is STOPPED"; B §6.1 DeleteMirror → DeleteClusterMirror).
+//! KIP-1279 admin requests validated at the receiving broker against the partition states in
+//! `__mirror_state` before they are forwarded to the controller: `DeleteMirror` (spec
+//! kip1279.md A.1: "allowed only when every topic of the mirror is STOPPED"; B §6.1
+//! DeleteMirror → DeleteClusterMirror) and, in the latest design, `StopMirrorTopics` (B §6.1,
+//! §7.6-1: the prototype's `validateStopMirrorStates` accepts MIRRORING and PAUSED only).
 //!
 //! The controller only knows desired states (`mirror.name`); the partition states live in
 //! `__mirror_state`, which brokers host. The prototype splits the check the same way: the
@@ -18,6 +21,17 @@
 //! A partition whose coordinator has no leader, does not answer, or answers an error is
 //! refused with that error (the operator retries; deleting on a guess would drop the state
 //! of a partition that may still be stopping).
+//!
+//! `StopMirrorTopics` (latest only, [`crate::mirror::Design::stop_allowed_from`]): the listed
+//! topics that are this mirror's and not desired STOPPED are read the same way; every one of
+//! their partitions must read a state the stop is allowed from. A request with a partition
+//! in any other state (LOG_ALIGNMENT, FAILED, ...) or unreadable is refused whole with
+//! INVALID_MIRROR_PARTITION_STATE (or the read error), every topic named: the prototype
+//! validates before it forwards, so nothing of the request is applied (our reading; whether
+//! it refuses per topic is not known). Otherwise it is forwarded with the validation offset,
+//! and the controller's optimistic lock (B §6.6) refuses a topic whose mirror state changed
+//! since. A FAILED partition therefore blocks the failover of its topic until it is retried
+//! back or recovered (B §7.6-1: failover during a source outage looks blocked).
 
 use std::collections::BTreeMap;
 
@@ -30,11 +44,20 @@ use crate::protocol::metadata::{
 use crate::protocol::{CorrelationId, ErrorCode, NodeId, Request, Response};
 use crate::types::{BrokerId, TopicId, TopicPartition};
 
-/// One `DeleteMirror` being validated.
+/// The request a validation is for.
+#[derive(Clone, Debug)]
+enum Purpose {
+    DeleteMirror,
+    /// `StopMirrorTopics` of these topics, in request order.
+    StopTopics(Vec<String>),
+}
+
+/// One admin request being validated.
 #[derive(Clone, Debug)]
 pub(in crate::broker) struct Validation {
     client: NodeId,
     client_id: CorrelationId,
+    purpose: Purpose,
     mirror: String,
     /// The metadata offset the desired states were read at.
     validated_at: i64,
@@ -52,9 +75,9 @@ struct MirrorTopicInImage {
     desired: DesiredMirrorState,
 }
 
-/// `DeleteMirror` validations in flight on one broker.
+/// Admin validations in flight on one broker.
 #[derive(Clone, Debug, Default)]
-pub struct DeleteMirrorHost {
+pub struct AdminValidations {
     validations: BTreeMap<u64, Validation>,
     next: u64,
 }
@@ -92,6 +115,51 @@ pub fn blocking_partitions(
     })
 }
 
+/// Why `StopMirrorTopics` of `topics` (request order) is refused, one result per topic:
+/// `None` when every partition read a state `allowed` accepts. The first blocking partition
+/// names the error of the whole request; a topic whose own partitions pass says it was not
+/// applied because of it.
+#[must_use]
+pub fn stop_blocking_partitions(
+    mirror: &str,
+    topics: &[String],
+    states: &BTreeMap<TopicPartition, Result<Option<S>, ErrorCode>>,
+    allowed: impl Fn(S) -> bool,
+) -> Option<Vec<MirrorTopicResult>> {
+    let mut blocked: BTreeMap<&str, (ErrorCode, String)> = BTreeMap::new();
+    for (tp, r) in states {
+        let (error, why) = match r {
+            Ok(s) if allowed(s.unwrap_or(S::Unknown)) => continue,
+            Ok(s) => (
+                ErrorCode::InvalidMirrorPartitionState,
+                s.unwrap_or(S::Unknown).name().to_string(),
+            ),
+            Err(e) => (*e, format!("unreadable ({e})")),
+        };
+        blocked.entry(tp.topic.as_ref()).or_insert((
+            error,
+            format!("partition {tp} of mirror {mirror:?} is {why}: stop needs MIRRORING or PAUSED"),
+        ));
+    }
+    let (first_error, first_message) = blocked.values().next()?.clone();
+    Some(
+        topics
+            .iter()
+            .map(|name| {
+                let (error, message) = blocked
+                    .get(name.as_str())
+                    .cloned()
+                    .unwrap_or((first_error, format!("not applied: {first_message}")));
+                MirrorTopicResult {
+                    name: name.clone(),
+                    error,
+                    message: Some(message),
+                }
+            })
+            .collect(),
+    )
+}
+
 impl Broker {
     /// A `DeleteMirror` arrived from `from`.
     pub(in crate::broker) fn handle_delete_mirror(
@@ -102,7 +170,7 @@ impl Broker {
         state_validation_offset: Option<i64>,
     ) {
         let validated_at = state_validation_offset.unwrap_or(self.image.offset);
-        let topics = self.delete_mirror_topics(&mirror);
+        let topics = self.mirror_topics_in_image(&mirror);
         let all_stopped = !topics.is_empty()
             && topics
                 .values()
@@ -111,9 +179,61 @@ impl Broker {
             self.forward_delete_mirror(from, id, mirror, validated_at);
             return;
         }
+        self.validate_partition_states(
+            from,
+            id,
+            mirror,
+            validated_at,
+            &topics,
+            Purpose::DeleteMirror,
+        );
+    }
+
+    /// A `StopMirrorTopics` arrived from `from` (latest design: validated first).
+    pub(in crate::broker) fn handle_stop_mirror_topics(
+        &mut self,
+        from: NodeId,
+        id: CorrelationId,
+        mirror: String,
+        topics: Vec<String>,
+        state_validation_offset: Option<i64>,
+    ) {
+        let validated_at = state_validation_offset.unwrap_or(self.image.offset);
+        // Only the mirror's own topics not yet desired STOPPED are read: for the others
+        // (unknown, another mirror's, already stopped) the controller gives its own answer.
+        let read: BTreeMap<String, MirrorTopicInImage> = self
+            .mirror_topics_in_image(&mirror)
+            .into_iter()
+            .filter(|(name, t)| topics.contains(name) && t.desired != DesiredMirrorState::Stopped)
+            .collect();
+        if state_validation_offset.is_some() || read.is_empty() {
+            self.forward_stop_mirror_topics(from, id, mirror, topics, validated_at);
+            return;
+        }
+        self.validate_partition_states(
+            from,
+            id,
+            mirror,
+            validated_at,
+            &read,
+            Purpose::StopTopics(topics),
+        );
+    }
+
+    /// Reads the `__mirror_state` record of every partition of `topics`, then finishes the
+    /// validation (`maybe_finish_validation`).
+    fn validate_partition_states(
+        &mut self,
+        from: NodeId,
+        id: CorrelationId,
+        mirror: String,
+        validated_at: i64,
+        topics: &BTreeMap<String, MirrorTopicInImage>,
+        purpose: Purpose,
+    ) {
         let mut states = BTreeMap::new();
         let mut by_coordinator: BTreeMap<BrokerId, Vec<ReadMirrorStatesTopic>> = BTreeMap::new();
-        for (name, t) in &topics {
+        for (name, t) in topics {
             let topic_id = &t.topic_id;
             for p in &t.partitions {
                 let tp = TopicPartition::new(name.as_str(), *p);
@@ -139,13 +259,14 @@ impl Broker {
                 }
             }
         }
-        let v = self.delete_mirror.next;
-        self.delete_mirror.next += 1;
-        self.delete_mirror.validations.insert(
+        let v = self.admin_validations.next;
+        self.admin_validations.next += 1;
+        self.admin_validations.validations.insert(
             v,
             Validation {
                 client: from,
                 client_id: id,
+                purpose,
                 mirror: mirror.clone(),
                 validated_at,
                 pending: by_coordinator.len(),
@@ -158,13 +279,13 @@ impl Broker {
                 topics,
             };
             let to = self.broker_node(c);
-            self.send_request(to, req, Pending::DeleteMirrorStates(v), 0);
+            self.send_request(to, req, Pending::MirrorValidationStates(v), 0);
         }
-        self.maybe_finish_delete_mirror(v);
+        self.maybe_finish_validation(v);
     }
 
     /// The mirror's topics in the image, by name.
-    fn delete_mirror_topics(&self, mirror: &str) -> BTreeMap<String, MirrorTopicInImage> {
+    fn mirror_topics_in_image(&self, mirror: &str) -> BTreeMap<String, MirrorTopicInImage> {
         self.image
             .topic_ids
             .iter()
@@ -204,9 +325,30 @@ impl Broker {
         self.send_request(controller, req, Pending::Forward { client, client_id }, 0);
     }
 
+    fn forward_stop_mirror_topics(
+        &mut self,
+        client: NodeId,
+        client_id: CorrelationId,
+        mirror: String,
+        topics: Vec<String>,
+        validated_at: i64,
+    ) {
+        let req = Request::StopMirrorTopics {
+            mirror_name: mirror,
+            topics,
+            state_validation_offset: Some(validated_at),
+        };
+        let controller = self.controller();
+        self.send_request(controller, req, Pending::Forward { client, client_id }, 0);
+    }
+
     /// An answer (`None`: timed out or failed) to a validation's `ReadMirrorStates`.
-    pub(in crate::broker) fn on_delete_mirror_states(&mut self, v: u64, resp: Option<Response>) {
-        let Some(val) = self.delete_mirror.validations.get_mut(&v) else {
+    pub(in crate::broker) fn on_mirror_validation_states(
+        &mut self,
+        v: u64,
+        resp: Option<Response>,
+    ) {
+        let Some(val) = self.admin_validations.validations.get_mut(&v) else {
             return;
         };
         val.pending = val.pending.saturating_sub(1);
@@ -229,26 +371,42 @@ impl Broker {
                 }
             }
         }
-        self.maybe_finish_delete_mirror(v);
+        self.maybe_finish_validation(v);
     }
 
-    fn maybe_finish_delete_mirror(&mut self, v: u64) {
+    fn maybe_finish_validation(&mut self, v: u64) {
         if self
-            .delete_mirror
+            .admin_validations
             .validations
             .get(&v)
             .is_none_or(|val| val.pending > 0)
         {
             return;
         }
-        let Some(val) = self.delete_mirror.validations.remove(&v) else {
+        let Some(val) = self.admin_validations.validations.remove(&v) else {
             return;
         };
-        match blocking_partitions(&val.mirror, &val.states) {
-            None => {
+        let blocked = match &val.purpose {
+            Purpose::DeleteMirror => blocking_partitions(&val.mirror, &val.states),
+            Purpose::StopTopics(topics) => {
+                let design = self.mirror_design();
+                stop_blocking_partitions(&val.mirror, topics, &val.states, |s| {
+                    design.stop_allowed_from(s)
+                })
+            }
+        };
+        match (blocked, val.purpose) {
+            (None, Purpose::DeleteMirror) => {
                 self.forward_delete_mirror(val.client, val.client_id, val.mirror, val.validated_at)
             }
-            Some(topics) => {
+            (None, Purpose::StopTopics(topics)) => self.forward_stop_mirror_topics(
+                val.client,
+                val.client_id,
+                val.mirror,
+                topics,
+                val.validated_at,
+            ),
+            (Some(topics), _) => {
                 let first = &topics[0];
                 let resp = Response::MirrorAdmin {
                     error: first.error,
@@ -262,5 +420,5 @@ impl Broker {
 }
 
 #[cfg(test)]
-#[path = "delete_mirror_test.rs"]
+#[path = "admin_validation_test.rs"]
 mod tests;
