@@ -430,6 +430,20 @@ fn a_stopped_leader_keeps_stopped_while_a_new_coordinator_reads_back_an_older_st
 }
 
 #[test]
+fn a_write_answered_after_its_leader_led_again_is_reported_by_the_new_runs_read() {
+    // Fresh mirror chaos seed 804710 (shrunk): dst-2 writes MIRRORING -> STOPPING at leader
+    // epoch 0, is cut off from its controller and deposed; the answer comes 27 s later, just
+    // after dst-2 leads t1-2 again at epoch 2. The new run took it as its own (UNKNOWN ->
+    // STOPPING, valid_transitions). An answer now only counts for the run that sent it; the
+    // new run's read finds the record and reports the transition with its writer's epoch.
+    passes_with(
+        include_str!("capsules/mirror-804710-late-write-answer-of-an-earlier-run.json"),
+        Some("MIRRORING→STOPPING se=3 le=0"),
+        "the case needs the late answer's transition, reported by the read",
+    );
+}
+
+#[test]
 fn the_stops_lso_cut_at_the_log_end_keeps_the_leaders_own_epoch() {
     // Mirror chaos seed 60172 (shrunk): on the new primary a stop is finished, after two
     // unclean elections, by dst-2 leading epoch 2 with its epoch-0 PID reset at the log end.

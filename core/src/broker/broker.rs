@@ -60,12 +60,14 @@ pub(super) enum Pending {
         transactional_id: String,
         partitions: Vec<TopicPartition>,
     },
-    /// KIP-1279: reading a mirror partition's state.
-    MirrorRead(TopicPartition),
-    /// KIP-1279: persisting a transition (or only the failback marker when `None`), with the
-    /// FAILED reason it carries (reported in the transition's event).
+    /// KIP-1279: reading a mirror partition's state, for the run of that leader epoch.
+    MirrorRead(TopicPartition, crate::types::LeaderEpoch),
+    /// KIP-1279: persisting a transition (or only the failback marker when `None`) for the run
+    /// of that leader epoch, with the FAILED reason it carries (reported in the transition's
+    /// event).
     MirrorWrite(
         TopicPartition,
+        crate::types::LeaderEpoch,
         Option<crate::mirror::MirrorPartitionState>,
         Option<String>,
     ),

@@ -115,9 +115,9 @@ impl Broker {
             Pending::ResetOffset { leader, tp } => self.on_reset_failed(leader, &tp),
             Pending::CreateInternalTopics => self.on_internal_topics_created(),
             Pending::AllocateProducerIds => self.coord.pid_request_in_flight = false,
-            Pending::MirrorRead(tp) => self.on_mirror_read(&tp, None),
-            Pending::MirrorWrite(tp, target, reason) => {
-                self.on_mirror_write(&tp, target, reason, None);
+            Pending::MirrorRead(tp, run) => self.on_mirror_read(&tp, run, None),
+            Pending::MirrorWrite(tp, run, target, reason) => {
+                self.on_mirror_write(&tp, run, target, reason, None);
             }
             Pending::MirrorLookup { tp, broker } => self.on_mirror_lookup(&tp, broker, None),
             Pending::BumpLeaderEpochs(tp) => self.on_bump_response(&tp),
@@ -271,9 +271,9 @@ impl Broker {
                 self.on_mirror_validation_states(v, Some(resp))
             }
             (Pending::CreateInternalTopics, _) => self.on_internal_topics_created(),
-            (Pending::MirrorRead(tp), resp) => self.on_mirror_read(&tp, Some(resp)),
-            (Pending::MirrorWrite(tp, target, reason), resp) => {
-                self.on_mirror_write(&tp, target, reason, Some(resp))
+            (Pending::MirrorRead(tp, run), resp) => self.on_mirror_read(&tp, run, Some(resp)),
+            (Pending::MirrorWrite(tp, run, target, reason), resp) => {
+                self.on_mirror_write(&tp, run, target, reason, Some(resp))
             }
             (Pending::MirrorLookup { tp, broker }, resp) => {
                 self.on_mirror_lookup(&tp, broker, Some(resp))

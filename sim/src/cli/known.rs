@@ -2,14 +2,56 @@
 //! comments), so a sweep of a design with open findings still gates CI: it fails on any new
 //! or changed verdict, and on a known finding that no longer reproduces (fixed: remove it from
 //! the baseline). Every other seed must pass.
+//!
+//! A `kind VERDICT` line names a known kind with no seed in the baseline's range: a form of
+//! a finding family first seen on a fresh seed (the comment beside it says which and why),
+//! which fresh windows may then show too.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::CliError;
 
-/// Known verdicts by seed.
-pub type Known = BTreeMap<u64, String>;
+/// A baseline: known verdicts by seed, and the known kinds that have no seed in its range.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Known {
+    /// `SEED VERDICT` lines.
+    pub seeds: BTreeMap<u64, String>,
+    /// `kind VERDICT` lines.
+    pub kinds: BTreeSet<String>,
+}
+
+impl Known {
+    /// The known verdict of `seed`.
+    #[must_use]
+    pub fn get(&self, seed: &u64) -> Option<&String> {
+        self.seeds.get(seed)
+    }
+
+    /// Whether `seed` is listed.
+    #[must_use]
+    pub fn contains_key(&self, seed: &u64) -> bool {
+        self.seeds.contains_key(seed)
+    }
+
+    /// Whether some known finding has this verdict kind.
+    #[must_use]
+    pub fn has_kind(&self, kind: &str) -> bool {
+        self.kinds.contains(kind) || self.seeds.values().any(|k| k == kind)
+    }
+
+    /// Listed seeds.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.seeds.len()
+    }
+
+    /// No seed listed.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.seeds.is_empty()
+    }
+}
 
 /// Reads a baseline file; a malformed line is a one-line error naming the file and line.
 pub fn load(path: &Path) -> Result<Known, CliError> {
@@ -20,7 +62,7 @@ pub fn load(path: &Path) -> Result<Known, CliError> {
 
 /// Parses baseline text.
 pub fn parse(text: &str, file: &str) -> Result<Known, CliError> {
-    let mut known = Known::new();
+    let mut known = Known::default();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
@@ -29,13 +71,19 @@ pub fn parse(text: &str, file: &str) -> Result<Known, CliError> {
         let bad = |why: &str| CliError::BadArgument(format!("{file}:{}: {why}: `{raw}`", i + 1));
         let mut parts = line.split_whitespace();
         let (Some(seed), Some(verdict), None) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(bad("expected `SEED VERDICT`"));
+            return Err(bad("expected `SEED VERDICT` or `kind VERDICT`"));
         };
-        let seed: u64 = seed.parse().map_err(|_| bad("bad seed"))?;
         if verdict == "pass" {
             return Err(bad("a baseline lists failures only"));
         }
-        if known.insert(seed, verdict.to_string()).is_some() {
+        if seed == "kind" {
+            if !known.kinds.insert(verdict.to_string()) {
+                return Err(bad("kind listed twice"));
+            }
+            continue;
+        }
+        let seed: u64 = seed.parse().map_err(|_| bad("bad seed"))?;
+        if known.seeds.insert(seed, verdict.to_string()).is_some() {
             return Err(bad("seed listed twice"));
         }
     }
@@ -69,7 +117,7 @@ pub fn differences(known: &Known, ran: &[u64], failed: &BTreeMap<u64, String>) -
 pub fn unknown_kinds(known: &Known, failed: &BTreeMap<u64, String>) -> Vec<String> {
     failed
         .iter()
-        .filter(|(_, v)| !known.values().any(|k| k == *v))
+        .filter(|(_, v)| !known.has_kind(v))
         .map(|(seed, v)| format!("seed {seed}: {v}, a kind no known finding has"))
         .collect()
 }
@@ -92,20 +140,37 @@ mod tests {
 
     #[test]
     fn fresh_seeds_are_judged_by_kind() {
-        let k = parse("3 violation:log_matching\n5 liveness\n", "k").unwrap();
+        let k = parse(
+            "3 violation:log_matching\n5 liveness:isr_short\nkind violation:x # fresh 9\n",
+            "k",
+        )
+        .unwrap();
+        assert_eq!(k.len(), 2);
         let failed: BTreeMap<u64, String> = [
             (900, "violation:log_matching".to_string()),
             (901, "violation:valid_transitions".to_string()),
+            (902, "violation:x".to_string()),
+            (903, "liveness:hw_below_leo".to_string()),
         ]
         .into();
         let d = unknown_kinds(&k, &failed);
-        assert_eq!(d.len(), 1, "{d:?}");
-        assert!(d[0].starts_with("seed 901:"));
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].starts_with("seed 901:") && d[1].starts_with("seed 903:"));
+        // A kind-only line covers fresh seeds, never a seed of the baseline's range.
+        assert_eq!(differences(&k, &[902], &failed).len(), 1);
     }
 
     #[test]
     fn malformed_baselines_name_the_line() {
-        for bad in ["x liveness", "3", "3 pass", "3 a\n3 b", "3 a b"] {
+        for bad in [
+            "x liveness",
+            "3",
+            "3 pass",
+            "3 a\n3 b",
+            "3 a b",
+            "kind pass",
+            "kind a\nkind a",
+        ] {
             let e = parse(bad, "k.txt").unwrap_err().to_string();
             assert!(e.starts_with("k.txt:"), "{e}");
         }

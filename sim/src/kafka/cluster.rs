@@ -128,12 +128,19 @@ fn broker_config(cluster: ClusterIdx, id: BrokerId, spec: &ClusterSpec) -> Broke
     c.kip966_min_isr_gate = spec.tuning.kip966_min_isr_gate;
     c.ablation_hw_ignores_isr = spec.tuning.ablation_hw_ignores_isr;
     c.ablation_recovery_keeps_torn_tail = spec.tuning.ablation_recovery_keeps_torn_tail;
-    if let Some(d) = &spec.tuning.mirror_design {
-        c.mirror_design = mirror_core::mirror::Design::parse(d)
-            .unwrap_or_else(|e| panic!("invalid mirror_design {d:?}: {e}"));
-    }
+    c.mirror_design = cluster_design(spec);
     c.unclean_leader_election_enable = spec.unclean_leader_election_enable;
     c
+}
+
+/// The KIP-1279 design of a cluster's brokers and controller (the broker default when none
+/// is set).
+fn cluster_design(spec: &ClusterSpec) -> mirror_core::mirror::Design {
+    match &spec.tuning.mirror_design {
+        Some(d) => mirror_core::mirror::Design::parse(d)
+            .unwrap_or_else(|e| panic!("invalid mirror_design {d:?}: {e}")),
+        None => BrokerConfig::new(ClusterIdx(0), BrokerId(0)).mirror_design,
+    }
 }
 
 impl KafkaWorld {
@@ -175,6 +182,10 @@ impl KafkaWorld {
                         cc.default_replication_factor = cluster.default_replication_factor;
                         cc.unclean_leader_election_enable = cluster.unclean_leader_election_enable;
                         cc.min_insync_replicas = cluster.tuning.min_insync_replicas;
+                        // The controller sees desired states only: a design that stops from
+                        // PAUSED (latest) must accept a stop of a topic desired PAUSED.
+                        cc.mirror_stop_from_paused = cluster_design(cluster)
+                            .stop_allowed_from(mirror_core::mirror::MirrorPartitionState::Paused);
                         SimNode::Controller(Box::new(Controller::new(cc, boot.metadata.clone())))
                     }
                     NodeRole::Broker(id) => SimNode::Broker(Box::new(Broker::new(

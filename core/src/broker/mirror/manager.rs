@@ -327,7 +327,8 @@ impl Broker {
                 partitions: vec![tp.partition],
             }],
         };
-        self.send_request(to, req, Pending::MirrorRead(tp.clone()), 0);
+        let run = r.leader_epoch;
+        self.send_request(to, req, Pending::MirrorRead(tp.clone(), run), 0);
     }
 
     pub(in crate::broker) fn mirror_retry_later(&mut self) {
@@ -335,9 +336,12 @@ impl Broker {
         self.timers.set_if_earlier(TimerId::MirrorRetry, at);
     }
 
+    /// The answer to a read sent by the run of leader epoch `run`; a later run (this broker
+    /// led again, or a bump gave it a new epoch) sent its own and ignores it.
     pub(in crate::broker) fn on_mirror_read(
         &mut self,
         tp: &TopicPartition,
+        run: LeaderEpoch,
         resp: Option<Response>,
     ) {
         let data = match resp {
@@ -350,7 +354,7 @@ impl Broker {
         let Some(r) = self.mirror_runs.get_mut(tp) else {
             return;
         };
-        if r.step != MirrorStep::Reading {
+        if r.step != MirrorStep::Reading || r.leader_epoch != run {
             return;
         }
         let Some(d) = data else {
@@ -688,12 +692,24 @@ impl Broker {
             }],
         };
         let reason = failure.map(|(m, _)| m.to_string());
-        self.send_request(to, req, Pending::MirrorWrite(tp.clone(), target, reason), 0);
+        let run = r.leader_epoch;
+        self.send_request(
+            to,
+            req,
+            Pending::MirrorWrite(tp.clone(), run, target, reason),
+            0,
+        );
     }
 
+    /// The answer to a write sent by the run of leader epoch `run`. A later run ignores it
+    /// (mirror fresh seed 804710: a STOPPING write of dst-2's epoch-0 run, answered 27 s late
+    /// when dst-2 led again at epoch 2, was taken as the new run's own: UNKNOWN -> STOPPING).
+    /// The write may have been persisted all the same: `mirror_unconfirmed` keeps it, and the
+    /// new run's read reports it.
     pub(in crate::broker) fn on_mirror_write(
         &mut self,
         tp: &TopicPartition,
+        run: LeaderEpoch,
         target: Option<S>,
         reason: Option<String>,
         resp: Option<Response>,
@@ -708,6 +724,9 @@ impl Broker {
         let Some(r) = self.mirror_runs.get_mut(tp) else {
             return;
         };
+        if r.leader_epoch != run {
+            return;
+        }
         match (target, result) {
             (Some(_), Some((_, ErrorCode::None, new_epoch)))
                 if r.write_base().is_some_and(|s| s.state_epoch == new_epoch) =>
