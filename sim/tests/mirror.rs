@@ -430,6 +430,32 @@ fn a_stopped_leader_keeps_stopped_while_a_new_coordinator_reads_back_an_older_st
 }
 
 #[test]
+fn finding_an_uncommitted_state_write_that_cannot_commit_fences_every_later_writer() {
+    // F4 (fresh mirror seed 804767, shrunk; kip1279.md A "fenced by leader epoch and a state
+    // epoch", B §4.2 "request stateEpoch != stored -> FENCED_STATE_EPOCH", read operations of
+    // Kafka's CoordinatorRuntime at the last committed offset). src-3 leads the failback
+    // target t1-1 at epoch 3 and writes UNKNOWN -> PREPARING to the `__mirror_state`
+    // coordinator src-2, which appends it (offset 2 of __mirror_state-0, ISR [2]) but cannot
+    // commit it: src-3 is out of the ISR but still counts for the HW as a caught-up, eligible
+    // replica (Kafka's maybeIncrementLeaderHW waits for it up to replica.lag.time.max.ms), and
+    // it never fetches (its fetch to src-2 was lost in src-2's crash), then crashes for good.
+    // Kafka recomputes a leader HW only on an append, a follower fetch or an ISR change, so
+    // the record stays uncommitted. The next leader (src-1, epoch 4) reads the committed
+    // state (UNKNOWN, state epoch 0) and writes with state epoch 0; the coordinator checks
+    // the latest state (epoch 1) and answers FENCED_STATE_EPOCH, with no append, for ever.
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-804767-uncommitted-state-write-fences-later-writers.json"
+    ));
+    match &out.verdict {
+        mirror_sim::chaos::Verdict::Liveness { detail } => assert!(
+            detail.contains("state UNKNOWN want MIRRORING") && detail.contains("t1-1 on cluster 0"),
+            "{detail}"
+        ),
+        other => panic!("expected the failback target stuck in UNKNOWN, got {other:?}"),
+    }
+}
+
+#[test]
 fn a_write_answered_after_its_leader_led_again_is_reported_by_the_new_runs_read() {
     // Fresh mirror chaos seed 804710 (shrunk): dst-2 writes MIRRORING -> STOPPING at leader
     // epoch 0, is cut off from its controller and deposed; the answer comes 27 s later, just
