@@ -439,10 +439,11 @@ fn finding_an_uncommitted_state_write_that_cannot_commit_fences_every_later_writ
     // commit it: src-3 is out of the ISR but still counts for the HW as a caught-up, eligible
     // replica (Kafka's maybeIncrementLeaderHW waits for it up to replica.lag.time.max.ms), and
     // it never fetches (its fetch to src-2 was lost in src-2's crash), then crashes for good.
-    // Kafka recomputes a leader HW only on an append, a follower fetch or an ISR change, so
-    // the record stays uncommitted. The next leader (src-1, epoch 4) reads the committed
-    // state (UNKNOWN, state epoch 0) and writes with state epoch 0; the coordinator checks
-    // the latest state (epoch 1) and answers FENCED_STATE_EPOCH, with no append, for ever.
+    // Kafka recomputes a leader HW only on an append, a follower fetch, an ISR change or
+    // makeLeader (kafka-semantics.md 1.5), so the record stays uncommitted. The next leader
+    // (src-1, epoch 4) reads the committed state (UNKNOWN, state epoch 0) and writes with
+    // state epoch 0; the coordinator checks the latest state (epoch 1) and answers
+    // FENCED_STATE_EPOCH, with no append, for ever.
     let out = replay_capsule(include_str!(
         "capsules/mirror-804767-uncommitted-state-write-fences-later-writers.json"
     ));
