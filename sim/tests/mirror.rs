@@ -457,6 +457,137 @@ fn finding_an_uncommitted_state_write_that_cannot_commit_fences_every_later_writ
 }
 
 #[test]
+fn an_unclean_leader_with_an_empty_log_below_the_committed_log_start_starts_a_new_history() {
+    // Fresh mirror chaos seed 903072 (shrunk; a checker false positive, fixed in the ghost).
+    // The new primary's committed history of t0-0 starts at 22 (DeleteRecords on the source,
+    // mirrored as a log start), and dst-3, whose log is empty (LEO 0), wins an unclean
+    // election. Its stop writes a PID reset at offset 0 and commits it. The ghost cut the
+    // committed history only from the first batch dst-3 lacked (22), so the true HW stayed
+    // at 22 and the new batches below it never entered the committed history: the failback's
+    // copy of the reset at 0 was judged "not in source cluster 1's committed history"
+    // (mirror_prefix). The history an unclean election chooses starts at its leader's LEO
+    // (kafka-semantics 2.2), so the cut now starts there.
+    passes_with(
+        include_str!("capsules/mirror-903072-unclean-leader-below-the-committed-log-start.json"),
+        Some("record lme=-1 leo=0"),
+        "the case needs the stop of the empty unclean leader's log",
+    );
+}
+
+#[test]
+fn finding_a_stop_re_driven_over_the_new_primarys_writes_duplicates_their_retries() {
+    // F5 (fresh mirror chaos seed 905707, shrunk; kip1279.md A "every action must be
+    // idempotent", B 7.6 item 5 "PID reset (could be written twice)"). dst-1 is the only
+    // broker of the new primary. t0-0 stops (reset at 110, STOPPED) and the failover producer
+    // writes 111..234; its batch at 195 (pid 0, seq 40) is written but the answer is lost
+    // (dst-1 isolated, then crashed). The crash loses the unflushed tail of the log (205..)
+    // and of `__mirror_state` (the STOPPED record): declared losses. The restarted leader reads
+    // STOPPING and re-drives the stop. As the KIP writes it, the stop appends a second
+    // MIRROR_PID_RESET at 205, which expires pid 0; the producer's retry of seq 40 is then a
+    // new producer to Kafka's checkSequence and is appended again at 206: a duplicate that
+    // no declared loss covers (Kafka alone deduplicates it from the producer state it rebuilds
+    // from the log). The seed design takes the stop's own reset in the log as the mark that
+    // its cut and barrier ran, and skips them.
+    let json =
+        include_str!("capsules/mirror-905707-redriven-stop-resets-the-new-primarys-producer.json");
+    passes_with(
+        json,
+        Some("t0-0         STOPPING→STOPPED se=4 le=3"),
+        "the case needs the re-driven stop of t0-0 after the restart",
+    );
+    let plan: mirror_sim::chaos::ChaosPlan = serde_json::from_str(json).unwrap();
+    let out = mirror_sim::chaos::run_plan(
+        plan,
+        &mirror_sim::chaos::ChaosOptions {
+            design: Some("seed-no-idempotent-stop".into()),
+            ..mirror_sim::chaos::ChaosOptions::default()
+        },
+    );
+    match &out.verdict {
+        mirror_sim::chaos::Verdict::Violation(v) => {
+            assert_eq!(v.invariant, "no_duplicates", "{v:?}");
+        }
+        other => panic!("the KIP's re-driven stop should duplicate a retry, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_failback_start_whose_answer_was_lost_is_waited_for() {
+    // Latest mirror chaos seed 558 (shrunk; a harness false positive). The failback's
+    // StartMirrorTopics is committed by the old source's controller (src-1 goes PREPARING ->
+    // MIRRORING at 26.8 s), but the answer never reaches the operator: src-1 pauses at 26.9 s,
+    // and the liveness phase then ends the operator's retries. The run took the failback as
+    // never started, found the destination STOPPED as asked and ended while the failback had
+    // copied nothing, and `failback_converges` judged the half-done copy. A start whose
+    // answer was lost is a "maybe", as a stop's is: once the old source mirrors back, the run
+    // waits for the failback to converge.
+    passes_with(
+        include_str!("capsules/mirror-latest-558-failback-start-answer-lost.json"),
+        Some("src-1  t0-0         PREPARING→MIRRORING se=2 le=2"),
+        "the case needs the failback that the operator never heard of",
+    );
+}
+
+#[test]
+fn a_power_loss_that_brings_back_a_truncated_tail_of_the_same_length_is_a_lossy_restart() {
+    // Fresh mirror chaos seed 913900 (shrunk; a checker false positive). At the failback
+    // src-1, a follower of the mirror leader src-2, truncates its own epoch-0 tail 30 -> 20
+    // (DivergingEpoch), takes the copied epoch-1 PID reset at 20 and learns HW 21; the HW
+    // checkpoint reaches the disk, the truncation and the append do not. A power loss brings
+    // back 0..29 in epoch 0 with HW 21, and the next fetch truncates to 20, below that HW.
+    // Kafka does the same: the recovered HW is no promise over a log that lost unflushed
+    // writes (seed 6220). The checker took a restart as lossy only when the LEO came back
+    // shorter; it now also does when the replica's last batch is gone.
+    passes_with(
+        include_str!("capsules/mirror-913900-power-loss-brings-back-the-truncated-tail.json"),
+        Some("truncate leo 30→20 hw=21 cause=DivergingEpoch"),
+        "the case needs the truncation below the recovered HW",
+    );
+}
+
+#[test]
+fn a_transaction_whose_marker_rotted_on_an_unclean_leader_is_kafkas_hang() {
+    // Fresh mirror chaos seed 912889 (shrunk; a checker false positive). dst-2 stops t0-2
+    // (LME 0 at 823) with the mirrored transactions all decided; bit rot in its flushed
+    // batch at 394 cuts its log there on the next recovery, dropping the marker of a source
+    // transaction begun at 384. dst-1 had led uncleanly in between (the declared loss starts
+    // where its short history differs); dst-2 then leads uncleanly with 0..393, and the
+    // transaction at 384 stays open for ever: its coordinator is in the other cluster, and
+    // the stop that would have cut it is done. A marker lost to bit rot on the only copy
+    // hangs a transaction in plain Kafka too (KIP-664): a declared loss of the partition and
+    // the leader's own cut above the transaction's start now explain it.
+    passes_with(
+        include_str!("capsules/mirror-912889-rotten-marker-under-an-unclean-leader.json"),
+        Some("dst-2  t0-2         recovery cut the log at a corrupt batch: leo=394"),
+        "the case needs the rotten marker on the replica that then leads",
+    );
+}
+
+#[test]
+fn finding_a_failback_cut_at_the_new_primarys_log_start_splits_an_old_transaction() {
+    // F1, fresh mirror chaos seed 912441 (shrunk to 3 faults: stop, DeleteRecords on the new
+    // primary, failback). The new primary stopped t0-1 with LME 0 at 20 (its epoch 1 starts
+    // at the reset at 20), then a DeleteRecords moved its log start to 164: Kafka's
+    // `truncateFromStart` moves the first cache entry up, so epoch 1 "starts" at 164 and
+    // epoch 0 has no entry. At the failback the old source's own log is all epoch 0, so the
+    // LME truncation cuts nothing, and its mirror fetch (LastFetchedEpoch 0) is answered
+    // "epoch 0 ends at 164": it cuts its log at 164, inside one of its own committed
+    // transactions (data below 164, COMMIT above), and follows the log start to 164. The
+    // records are gone, the open transaction is not: the old source is a read-only mirror
+    // now, no marker will come, and its LSO stays at 164 for ever.
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-912441-failback-cut-at-the-primarys-log-start-splits-a-transaction.json"
+    ));
+    match &out.verdict {
+        mirror_sim::chaos::Verdict::Violation(v) => {
+            assert_eq!(v.invariant, "lso_reaches_hw", "{v:?}");
+            assert!(v.detail.contains("LSO 164"), "{v:?}");
+        }
+        other => panic!("expected the old source's transaction to hang, got {other:?}"),
+    }
+}
+
+#[test]
 fn a_write_answered_after_its_leader_led_again_is_reported_by_the_new_runs_read() {
     // Fresh mirror chaos seed 804710 (shrunk): dst-2 writes MIRRORING -> STOPPING at leader
     // epoch 0, is cut off from its controller and deposed; the answer comes 27 s later, just

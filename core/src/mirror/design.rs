@@ -7,7 +7,7 @@
 //!
 //! Grammar: `<preset>(-<ablation>)*` with presets `early | seed | latest` and ablations
 //! `no-pid-reset | no-epoch-bump | no-isr-wait | no-lso-truncation | no-read-only |
-//! no-lme-truncation`
+//! no-lme-truncation | no-idempotent-stop`
 //! (`no-abort-markers` is accepted as an alias of `no-lso-truncation`: for `latest` that
 //! ablation removes the ABORT markers). [`Design`]'s `Display` prints the canonical form,
 //! ablations in that order, so `parse(d.to_string()) == d`.
@@ -72,6 +72,13 @@ pub struct Ablations {
     /// last mirrored epoch (seed, latest): the old source keeps a tail whose epoch numbers
     /// also exist, with other data, on the new source.
     pub no_lme_truncation: bool,
+    /// A re-driven STOPPING (a new leader, or a stop whose STOPPED record a declared loss
+    /// took) re-runs its log actions, the LSO cut or ABORT markers and the `MIRROR_PID_RESET`,
+    /// although the stop's own reset in the log shows they ran (seed, latest). That is the
+    /// KIP's sequence as written, and the prototype's `writePidResetRecord` (B §7.6 item 5:
+    /// "PID reset (could be written twice)"). Run over the new primary's writes, it cuts
+    /// their open transactions and expires their idempotent producers (F5).
+    pub no_idempotent_stop: bool,
 }
 
 /// One ablation token: its canonical spelling and the flag it sets.
@@ -81,7 +88,7 @@ struct AblationToken {
     set: fn(&mut Ablations),
 }
 
-const ABLATION_TOKENS: [AblationToken; 6] = [
+const ABLATION_TOKENS: [AblationToken; 7] = [
     AblationToken {
         name: "no-pid-reset",
         get: |a| a.no_pid_reset,
@@ -112,6 +119,11 @@ const ABLATION_TOKENS: [AblationToken; 6] = [
         get: |a| a.no_lme_truncation,
         set: |a| a.no_lme_truncation = true,
     },
+    AblationToken {
+        name: "no-idempotent-stop",
+        get: |a| a.no_idempotent_stop,
+        set: |a| a.no_idempotent_stop = true,
+    },
 ];
 
 /// Accepted alias -> canonical ablation token.
@@ -128,7 +140,7 @@ pub enum DesignParseError {
     UnknownPreset(String),
     /// A token after the preset is not an ablation.
     #[error(
-        "unknown ablation '{0}' (expected no-pid-reset, no-epoch-bump, no-isr-wait, no-lso-truncation, no-read-only or no-lme-truncation)"
+        "unknown ablation '{0}' (expected no-pid-reset, no-epoch-bump, no-isr-wait, no-lso-truncation, no-read-only, no-lme-truncation or no-idempotent-stop)"
     )]
     UnknownAblation(String),
     /// The same ablation appears twice.
@@ -159,7 +171,7 @@ pub struct Design {
 }
 
 /// `(name, one-line description)` of every named design `mirrorsim list` shows.
-const NAMED: [(&str, &str); 18] = [
+const NAMED: [(&str, &str); 20] = [
     (
         "early",
         "LMO failback, read_committed fetch, stop truncates to the LSO and records it as LMO",
@@ -209,6 +221,10 @@ const NAMED: [(&str, &str); 18] = [
         "seed without the failback truncation at the first epoch above the LME",
     ),
     (
+        "seed-no-idempotent-stop",
+        "seed with a re-driven stop re-running its LSO cut and PID reset over the new primary's writes (F5)",
+    ),
+    (
         "latest-no-pid-reset",
         "latest without MIRROR_PID_RESET at stop",
     ),
@@ -231,6 +247,10 @@ const NAMED: [(&str, &str); 18] = [
     (
         "latest-no-lme-truncation",
         "latest without the LOG_ALIGNMENT truncation at the first epoch above the last mirror position's epoch",
+    ),
+    (
+        "latest-no-idempotent-stop",
+        "latest with a re-driven stop re-writing ABORT markers and the PID reset over the new primary's writes (the prototype's writePidResetRecord)",
     ),
 ];
 
@@ -354,6 +374,15 @@ impl Design {
         self.preset != Preset::Early && !self.ablations.no_pid_reset
     }
 
+    /// A re-driven STOPPING skips the log actions (LSO cut or ABORT markers, PID reset) that
+    /// this mirror's own `MIRROR_PID_RESET` in the log shows already ran (A.1: "every action
+    /// must be idempotent"), unless ablated. Early writes no reset, so it has no such mark
+    /// (nor does `no-pid-reset`: its stops find none, and re-run everything).
+    #[must_use]
+    pub fn stop_is_idempotent(&self) -> bool {
+        self.preset != Preset::Early && !self.ablations.no_idempotent_stop
+    }
+
     /// PREPARING / LOG_ALIGNMENT waits for the replicas to converge
     /// ([`isr_converged`](super::isr_converged)) unless ablated.
     #[must_use]
@@ -470,11 +499,12 @@ impl Design {
 
 /// Whether ablation `token` removes something `preset` has.
 fn applies(preset: Preset, token: &str) -> bool {
-    // Early fails back by offset (LMO), so it has no truncation at an epoch to remove.
+    // Early fails back by offset (LMO), so it has no truncation at an epoch to remove, and it
+    // writes no PID reset (so no bump to draw it under, and no reset to mark a stop done).
     !(preset == Preset::Early
         && matches!(
             token,
-            "no-pid-reset" | "no-epoch-bump" | "no-lme-truncation"
+            "no-pid-reset" | "no-epoch-bump" | "no-lme-truncation" | "no-idempotent-stop"
         ))
 }
 

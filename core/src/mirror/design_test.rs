@@ -9,7 +9,7 @@ fn d(s: &str) -> Design {
 }
 
 fn all_ablation_sets() -> Vec<Ablations> {
-    (0u8..64)
+    (0u8..128)
         .map(|bits| Ablations {
             no_pid_reset: bits & 1 != 0,
             no_epoch_bump_at_stop: bits & 2 != 0,
@@ -17,6 +17,7 @@ fn all_ablation_sets() -> Vec<Ablations> {
             no_lso_truncation: bits & 8 != 0,
             no_read_only: bits & 16 != 0,
             no_lme_truncation: bits & 32 != 0,
+            no_idempotent_stop: bits & 64 != 0,
         })
         .collect()
 }
@@ -108,7 +109,12 @@ fn display_round_trips_for_every_valid_design() {
         for a in all_ablation_sets() {
             let Ok(design) = Design::new(preset, a) else {
                 assert_eq!(preset, Preset::Early);
-                assert!(a.no_pid_reset || a.no_epoch_bump_at_stop || a.no_lme_truncation);
+                assert!(
+                    a.no_pid_reset
+                        || a.no_epoch_bump_at_stop
+                        || a.no_lme_truncation
+                        || a.no_idempotent_stop
+                );
                 continue;
             };
             valid += 1;
@@ -116,8 +122,8 @@ fn display_round_trips_for_every_valid_design() {
             assert_eq!(Design::parse(&name), Ok(design), "{name}");
         }
     }
-    // seed and latest take every subset of the 6 ablations; early only the 3 it has.
-    assert_eq!(valid, 64 + 64 + 8);
+    // seed and latest take every subset of the 7 ablations; early only the 3 it has.
+    assert_eq!(valid, 128 + 128 + 8);
 }
 
 #[test]
@@ -142,6 +148,7 @@ fn all_named_parse_round_trip_and_cover_single_ablations() {
             "no-lso-truncation",
             "no-read-only",
             "no-lme-truncation",
+            "no-idempotent-stop",
         ] {
             let name = format!("{preset}-{token}");
             if Design::parse(&name).is_ok() {
@@ -235,7 +242,7 @@ fn preset_answers() {
 #[test]
 fn each_ablation_changes_exactly_its_answer() {
     // Goal: an ablation removes one mechanism and nothing else.
-    fn answers(x: &Design) -> [bool; 7] {
+    fn answers(x: &Design) -> [bool; 8] {
         [
             x.stop_truncates_to_lso(),
             x.stop_writes_abort_markers(),
@@ -244,6 +251,7 @@ fn each_ablation_changes_exactly_its_answer() {
             x.prepare_waits_for_isr(),
             x.read_only_enforced(),
             x.prepare_truncates_above_lme(),
+            x.stop_is_idempotent(),
         ]
     }
     let cases: &[(&str, &str, usize)] = &[
@@ -262,11 +270,13 @@ fn each_ablation_changes_exactly_its_answer() {
         ("early", "no-lso-truncation", 0),
         ("seed", "no-lme-truncation", 6),
         ("latest", "no-lme-truncation", 6),
+        ("seed", "no-idempotent-stop", 7),
+        ("latest", "no-idempotent-stop", 7),
     ];
     for &(preset, token, index) in cases {
         let base = answers(&d(preset));
         let ablated = answers(&d(&format!("{preset}-{token}")));
-        for i in 0..7 {
+        for i in 0..8 {
             if i == index {
                 assert!(base[i] && !ablated[i], "{preset}-{token} answer {i}");
             } else {
@@ -369,5 +379,21 @@ fn no_lme_truncation_parses_round_trips_and_does_not_apply_to_early() {
         Err(DesignParseError::DuplicateAblation(
             "no-lme-truncation".into()
         ))
+    );
+}
+
+#[test]
+fn no_idempotent_stop_needs_a_pid_reset_to_mark_the_stop_done() {
+    // Goal: the idempotent re-drive is a mechanism of the designs that write the reset it
+    // reads; early has none to remove (without a reset, `seed-no-pid-reset` finds no mark).
+    assert!(d("seed").stop_is_idempotent() && d("latest").stop_is_idempotent());
+    assert!(!d("early").stop_is_idempotent());
+    assert!(!d("latest-no-idempotent-stop").stop_is_idempotent());
+    assert_eq!(
+        Design::parse("early-no-idempotent-stop"),
+        Err(DesignParseError::NotApplicable {
+            preset: "early",
+            ablation: "no-idempotent-stop".into()
+        })
     );
 }

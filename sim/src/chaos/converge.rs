@@ -90,7 +90,14 @@ fn mirror_stuck(w: &KafkaWorld, plan: &ChaosPlan, ops: &MirrorOps) -> Option<Stu
     for t in &plan.topics {
         for p in 0..t.partitions {
             let tp = TopicPartition::new(t.name.as_str(), p);
-            let (cluster, want, compare) = if ops.failed_back {
+            // A start whose answer was lost (the old source's broker paused or the response
+            // dropped, then the liveness phase ended the operator's retries) may still have
+            // been committed: its partitions then mirror back, and the checkers judge that
+            // failback (`failback_converges`), so the run must wait for it to converge
+            // (latest mirror chaos seed 558, which ended on STOPPED with the failback 3 s in).
+            let failing_back =
+                ops.failed_back || (ops.failback_started && w.mirror_state(src, &tp).is_some());
+            let (cluster, want, compare) = if failing_back {
                 (src, S::Mirroring, true)
             } else if ops.stopped {
                 (dst, S::Stopped, false)
@@ -107,7 +114,7 @@ fn mirror_stuck(w: &KafkaWorld, plan: &ChaosPlan, ops: &MirrorOps) -> Option<Stu
             }
             // Likewise a pause whose first attempt timed out may land after the resume.
             if !ops.stopped
-                && !ops.failed_back
+                && !failing_back
                 && ops.pause_maybe
                 && cluster == dst
                 && state == Some(S::Paused)

@@ -191,6 +191,10 @@ pub struct Ghost {
     /// Replicas whose last recovery cut the log at a corrupt batch (bit rot in flushed data):
     /// the first offset lost.
     pub lost_to_corruption: BTreeMap<(NodeId, TopicPartition), Offset>,
+    /// Each replica's last corrupt-batch cut, kept after it appends past it (unlike
+    /// [`Self::lost_to_corruption`]): a transaction whose marker went with the rotten batches
+    /// stays open however far the log grows (`kafka_loss_explains_hang`).
+    pub last_corruption_cut: BTreeMap<(NodeId, TopicPartition), Offset>,
 }
 
 impl Ghost {

@@ -49,9 +49,10 @@ pub struct Checker {
     /// The leader epoch a replica was in when its HW last moved: the epoch lineage whose
     /// leader promised that HW (see [`truncation_below_hw_declared`]).
     hw_epoch: BTreeMap<(NodeId, TopicPartition), LeaderEpoch>,
-    /// Each replica's log end offset as its events reported it (appends, truncations,
-    /// recoveries): a restart that recovers less lost unflushed writes.
-    leo_seen: BTreeMap<(NodeId, TopicPartition), Offset>,
+    /// Each replica's log end offset and last batch as its events left them (appends,
+    /// truncations, recoveries): a restart that recovers less, or another last batch, lost
+    /// unflushed writes.
+    leo_seen: BTreeMap<(NodeId, TopicPartition), (Offset, Option<BatchMark>)>,
     /// Replicas whose last restart lost unflushed writes and that have not learned an HW
     /// since: their recovered HW is not a promise over their recovered log (see
     /// [`truncation_below_hw_declared`]).
@@ -152,7 +153,7 @@ impl Checker {
     ) -> Result<(), Violation> {
         let node = ctx.node;
         let cluster = node.cluster;
-        self.track_leo(node, event);
+        self.track_leo(node, event, nodes);
         if let Event::BecameLeader { tp, .. } | Event::BecameFollower { tp, .. } = event
             && let Some(id) = with_partition(nodes, node, tp, |p| p.topic_id)
             && self.ghost.track_topic_id(cluster, tp, id)
@@ -329,6 +330,9 @@ impl Checker {
                 self.ghost
                     .lost_to_corruption
                     .insert((node, tp.clone()), *at);
+                self.ghost
+                    .last_corruption_cut
+                    .insert((node, tp.clone()), *at);
                 Ok(())
             }
             Event::LogRecovered {
@@ -338,8 +342,18 @@ impl Checker {
                 ..
             } => {
                 let key = (node, tp.clone());
-                let before = self.leo_seen.insert(key.clone(), *log_end_offset);
-                if *log_end_offset < before.unwrap_or(Offset(0)) {
+                let now = (*log_end_offset, last_batch_mark(nodes, node, tp));
+                let before = self.leo_seen.insert(key.clone(), now);
+                // Shorter is lossy, and so is a recovered log that no longer holds the last
+                // batch the replica had: a truncation and the re-fetch over it that never
+                // reached the disk come back as the old tail, as long or longer (fresh mirror
+                // seed 913900: t0-0 back to its own epoch-0 20..29 over the copied epoch-1
+                // reset at 20, with the HW 21 checkpointed in between).
+                let lost_tail = before.is_some_and(|(leo, mark)| {
+                    *log_end_offset < leo
+                        || mark.is_some_and(|m| batch_mark_at(nodes, node, tp, m.0) != Some(m))
+                });
+                if lost_tail {
                     self.lossy_restart.insert(key);
                 } else {
                     self.lossy_restart.remove(&key);
@@ -440,7 +454,7 @@ impl Checker {
     }
 
     /// Follows each replica's log end offset from its appends and truncations.
-    fn track_leo(&mut self, node: NodeId, event: &Event) {
+    fn track_leo(&mut self, node: NodeId, event: &Event, nodes: &NodeMap) {
         let (tp, leo) = match event {
             Event::Appended {
                 tp, last_offset, ..
@@ -452,7 +466,8 @@ impl Checker {
             Event::TruncatedFully { tp, start, .. } => (tp, *start),
             _ => return,
         };
-        self.leo_seen.insert((node, tp.clone()), leo);
+        let mark = last_batch_mark(nodes, node, tp);
+        self.leo_seen.insert((node, tp.clone()), (leo, mark));
     }
 
     /// Records a declared data-loss event and cuts the committed history at `from`.
@@ -520,9 +535,12 @@ impl Checker {
         name: &dyn Fn(NodeId) -> String,
     ) -> Result<(), Violation> {
         let cluster = node.cluster;
-        let Some(first_diff) = with_partition(nodes, node, tp, |p| {
+        let Some((first_diff, leader_leo)) = with_partition(nodes, node, tp, |p| {
             let g = self.ghost.partitions.get(&(cluster, tp.clone()));
-            g.and_then(|g| first_difference(p, &g.committed))
+            (
+                g.and_then(|g| first_difference(p, &g.committed)),
+                p.log.log_end_offset(),
+            )
         }) else {
             return Ok(());
         };
@@ -560,7 +578,14 @@ impl Checker {
             }
         };
         let g = self.ghost.partition(cluster, tp);
-        let cut = g.cut_counted(from);
+        // The new history starts where the leader's log ends, which can be below the first
+        // committed batch it lacks: a committed history that retention or DeleteRecords moved
+        // up (log start 374) and an unclean leader with an empty log (LEO 0) writes from 0
+        // again. The true HW must drop to that LEO, or the leader's new batches below the old
+        // true HW are never taken into the committed history (kafka-semantics 2.2: the true
+        // HW is the largest HW exposed in the history the unclean election chose; mirror chaos
+        // seed 903072, where the failback then mirrored that history's batch at 0).
+        let cut = g.cut_counted(from.min(leader_leo));
         g.declared_losses += 1;
         g.last_loss_micros = ctx.t.0;
         self.ghost.losses.push(DeclaredLoss {
@@ -777,6 +802,36 @@ fn learned_before_the_last_loss(
     })
     .flatten();
     last_fetch_ms.is_none_or(|ms| u64::try_from(ms).unwrap_or(0) * 1000 < last_loss_micros)
+}
+
+/// A batch told apart from another at the same place: base offset, leader epoch, CRC.
+type BatchMark = (Offset, LeaderEpoch, u32);
+
+/// The [`BatchMark`] of the replica's last batch.
+fn last_batch_mark(nodes: &NodeMap, node: NodeId, tp: &TopicPartition) -> Option<BatchMark> {
+    with_partition(nodes, node, tp, |p| {
+        p.log.batches().next_back().map(|b| {
+            let h = b.header();
+            (h.base_offset, h.partition_leader_epoch, h.crc)
+        })
+    })
+    .flatten()
+}
+
+/// The [`BatchMark`] of the replica's batch that contains `offset`.
+fn batch_mark_at(
+    nodes: &NodeMap,
+    node: NodeId,
+    tp: &TopicPartition,
+    offset: Offset,
+) -> Option<BatchMark> {
+    with_partition(nodes, node, tp, |p| {
+        p.log.batch_containing(offset).map(|b| {
+            let h = b.header();
+            (h.base_offset, h.partition_leader_epoch, h.crc)
+        })
+    })
+    .flatten()
 }
 
 /// First committed batch the replica does not hold identically (below the true HW).

@@ -876,10 +876,17 @@ impl KafkaWorld {
         broker: BrokerId,
         tp: &TopicPartition,
     ) -> bool {
-        let losses = lock(&self.checker).ghost.losses.clone();
+        let (losses, own_cut) = {
+            let c = lock(&self.checker);
+            let key = (NodeId::broker(cluster, broker), tp.clone());
+            (
+                c.ghost.losses.clone(),
+                c.ghost.last_corruption_cut.get(&key).copied(),
+            )
+        };
         self.with_broker(cluster, broker, |b| {
             b.partition(tp)
-                .is_some_and(|p| kafka_loss_explains_hang(&losses, tp, &p.log))
+                .is_some_and(|p| kafka_loss_explains_hang(&losses, tp, &p.log, own_cut))
         })
         .unwrap_or(false)
     }
@@ -948,13 +955,15 @@ impl KafkaWorld {
         // stop truncates to the LSO; latest writes ABORT markers). Every other partition is
         // judged once the chaos producers stop (`chaos::converge`).
         let losses = c.ghost.losses.clone();
+        let cuts = c.ghost.last_corruption_cut.clone();
         let stopped = |n: NodeId, tp: &TopicPartition, _lso: Offset| {
+            let own_cut = cuts.get(&(n, tp.clone())).copied();
             nodes.get(&n).is_some_and(|arc| {
                 lock(arc).as_broker().is_some_and(|b| {
                     // Kafka's own declared losses may cut a marker (see
                     // `kafka_loss_explains_hang`).
                     b.partition(tp)
-                        .is_some_and(|p| !kafka_loss_explains_hang(&losses, tp, &p.log))
+                        .is_some_and(|p| !kafka_loss_explains_hang(&losses, tp, &p.log, own_cut))
                         && b.mirror_runs().get(tp).map(|r| r.state())
                             == Some(mirror_core::mirror::MirrorPartitionState::Stopped)
                 })
@@ -998,11 +1007,19 @@ impl KafkaWorld {
 ///   or a retried produce opened it again (the hazard KIP-890 verification closes, optional
 ///   in kafka-semantics §1.7; seed 2680, where a failback then copied the hang to the old
 ///   source, reset included). A mirrored transaction open across a stop (below the reset)
-///   is never excused this way: closing it is the stop's job.
+///   is never excused this way: closing it is the stop's job;
+/// - bit rot that cut this replica's log (`own_cut`, its last corrupt-batch cut) at or above
+///   where the transaction begins, once it led with that log (a declared loss of `tp`: an
+///   unclean election, or `corrupt_batch_on_last_isr_member`): the marker went with the
+///   rotten batch. The declared loss itself starts where the history it replaced differs,
+///   which may be far below (fresh mirror seed 912889: an unclean leader with 0..72 had cut
+///   the committed history to 72, then the replica cut at 342 led uncleanly and brought back
+///   72..341 with a transaction begun at 332 whose marker had been above 342).
 fn kafka_loss_explains_hang(
     losses: &[crate::check::ghost::DeclaredLoss],
     tp: &TopicPartition,
     log: &mirror_core::log::partition_log::PartitionLog,
+    own_cut: Option<mirror_core::types::Offset>,
 ) -> bool {
     let Some(start) = log.producer_state().first_unstable_offset() else {
         return false;
@@ -1013,6 +1030,14 @@ fn kafka_loss_explains_hang(
         .iter()
         .filter(kafka)
         .any(|l| l.partition.ends_with(&suffix) && l.from_offset >= start.0)
+    {
+        return true;
+    }
+    if own_cut.is_some_and(|cut| cut >= start)
+        && losses
+            .iter()
+            .filter(kafka)
+            .any(|l| l.partition.ends_with(&suffix))
     {
         return true;
     }
@@ -1162,12 +1187,13 @@ mod hang_tests {
         // this cluster or the one it mirrors with.
         for from in [start, start + 1] {
             let l = [loss("1:t0-0", from, "unclean_election")];
-            assert!(kafka_loss_explains_hang(&l, &tp, &log), "from {from}");
+            assert!(kafka_loss_explains_hang(&l, &tp, &log, None), "from {from}");
         }
         assert!(kafka_loss_explains_hang(
             &[loss("0:t0-0", start, "unflushed_loss_on_last_isr_member")],
             &tp,
-            &log
+            &log,
+            None
         ));
         // Forbidden: a loss below it, a mirror truncation, another partition.
         for l in [
@@ -1176,10 +1202,39 @@ mod hang_tests {
             loss("1:t0-1", start, "unclean_election"),
         ] {
             assert!(
-                !kafka_loss_explains_hang(std::slice::from_ref(&l), &tp, &log),
+                !kafka_loss_explains_hang(std::slice::from_ref(&l), &tp, &log, None),
                 "{l:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_bit_rot_cut_of_the_leaders_log_above_the_open_transaction_explains_its_hang() {
+        let tp = TopicPartition::new("t0", 0);
+        let log = log_with_open_txn(false);
+        let start = log.producer_state().first_unstable_offset().expect("open");
+        // Fresh mirror seed 912889: the declared loss starts far below the transaction (the
+        // history it replaced), the leader's own rot cut is above its start.
+        for cause in ["corrupt_batch_on_last_isr_member", "unclean_election"] {
+            let rot = [loss("1:t0-0", 0, cause)];
+            assert!(kafka_loss_explains_hang(&rot, &tp, &log, Some(start)));
+            assert!(kafka_loss_explains_hang(
+                &rot,
+                &tp,
+                &log,
+                Some(start.plus(3))
+            ));
+            // Forbidden: a cut below the transaction (its marker was not in the rotten
+            // part), or no cut of this replica.
+            let below = mirror_core::types::Offset(start.0 - 1);
+            assert!(!kafka_loss_explains_hang(&rot, &tp, &log, Some(below)));
+            assert!(!kafka_loss_explains_hang(&rot, &tp, &log, None));
+        }
+        // Forbidden: a cut with no declared loss of the partition (the replica re-fetched
+        // from a leader that had the marker), or only the mirror's own truncation.
+        assert!(!kafka_loss_explains_hang(&[], &tp, &log, Some(start)));
+        let mirror = [loss("1:t0-0", 0, "mirror_truncation")];
+        assert!(!kafka_loss_explains_hang(&mirror, &tp, &log, Some(start)));
     }
 
     #[test]
@@ -1194,26 +1249,30 @@ mod hang_tests {
         assert!(kafka_loss_explains_hang(
             &coordinator,
             &tp,
-            &log_with_open_txn(true)
+            &log_with_open_txn(true),
+            None
         ));
         // Allowed: a plain Kafka log with no reset (this cluster's coordinator forgot it).
         assert!(kafka_loss_explains_hang(
             &coordinator,
             &tp,
-            &log_with_open_txn(false)
+            &log_with_open_txn(false),
+            None
         ));
         // Forbidden: a transaction open across the stop (below the reset: the KIP's to
         // close), or a coordinator loss that is the mirror's own truncation.
         assert!(!kafka_loss_explains_hang(
             &coordinator,
             &tp,
-            &log_across_a_stop()
+            &log_across_a_stop(),
+            None
         ));
         let mirror = [loss("1:__transaction_state-2", 69, "mirror_truncation")];
         assert!(!kafka_loss_explains_hang(
             &mirror,
             &tp,
-            &log_with_open_txn(true)
+            &log_with_open_txn(true),
+            None
         ));
     }
 

@@ -967,7 +967,17 @@ pub(in crate::broker) fn last_mirrored_position(
     log: &crate::log::PartitionLog,
     source: Option<&str>,
 ) -> (i32, Offset) {
-    let own_reset = match source {
+    let end = own_pid_reset(log, source).map_or_else(|| log.log_end_offset(), |b| b.base_offset());
+    (greatest_epoch_below(log, end), end)
+}
+
+/// This mirror's own `MIRROR_PID_RESET` in `log`, if a stop of this mirror has written it
+/// ([`last_mirrored_position`] says which reset can be: the log's last one, naming `source`).
+pub(in crate::broker) fn own_pid_reset<'a>(
+    log: &'a crate::log::PartitionLog,
+    source: Option<&str>,
+) -> Option<&'a crate::record::RecordBatch> {
+    match source {
         Some(source) => log
             .batches()
             .rev()
@@ -979,7 +989,9 @@ pub(in crate::broker) fn last_mirrored_position(
             .batches()
             .next_back()
             .filter(|b| b.control_record() == Some(ControlRecord::MirrorPidReset)),
-    };
-    let end = own_reset.map_or_else(|| log.log_end_offset(), |b| b.base_offset());
-    (greatest_epoch_below(log, end), end)
+    }
 }
+
+#[cfg(test)]
+#[path = "manager_test.rs"]
+mod manager_test;

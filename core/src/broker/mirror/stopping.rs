@@ -11,7 +11,8 @@ use crate::record::{BatchBuilder, ControlRecord};
 use crate::types::{LeaderEpoch, Offset, TopicPartition};
 
 use super::manager::{
-    MirrorStep, StopWait, greatest_epoch_with_records, last_mirrored_position, state_was_lost,
+    MirrorStep, StopWait, greatest_epoch_with_records, last_mirrored_position, own_pid_reset,
+    state_was_lost,
 };
 
 impl Broker {
@@ -80,6 +81,9 @@ impl Broker {
                 false
             }
             StopStep::TruncateToLso => {
+                if self.stop_already_reset(tp).is_some() {
+                    return true;
+                }
                 let cut = self
                     .partitions
                     .get(tp)
@@ -108,6 +112,9 @@ impl Broker {
                 done
             }
             StopStep::WriteAbortMarkers => {
+                if self.stop_already_reset(tp).is_some() {
+                    return true;
+                }
                 let done = self.write_abort_markers(tp);
                 if !done {
                     self.mirror_retry_later();
@@ -164,29 +171,27 @@ impl Broker {
                         .get(tp)
                         .is_some_and(|p| p.log.high_watermark() >= *required);
                 }
-                // Idempotent re-drive: this stop's reset already at the log end is not written
-                // twice (a reset mirrored from the other cluster names another source).
                 let source = self
                     .mirror_source_cluster(tp)
                     .map_or_else(String::new, |c| c.0.to_string());
-                let already = self
-                    .partitions
-                    .get(tp)
-                    .and_then(|p| p.log.batches().next_back().cloned());
-                let required = match already {
-                    Some(b)
-                        if b.control_record() == Some(ControlRecord::MirrorPidReset)
-                            && (source.is_empty()
-                                || b.mirror_pid_reset_source().is_some_and(|s| s == source)) =>
-                    {
-                        b.next_offset()
-                    }
-                    _ => {
+                let required = match self.stop_already_reset(tp) {
+                    Some(next) => next,
+                    None => {
+                        // This run waits for its reset from before the append on: the append
+                        // can move the HW and re-enter the plan, which must not write again.
+                        let set_wait = |b: &mut Self, wait: StopWait| {
+                            if let Some(r) = b.mirror_runs.get_mut(tp) {
+                                r.step = MirrorStep::Stop { index, wait };
+                            }
+                        };
+                        let end = self.partitions.get(tp).map(|p| p.log.log_end_offset());
+                        set_wait(self, StopWait::Replicated(end.unwrap_or_default().plus(1)));
                         let batch = BatchBuilder::new()
                             .build_mirror_pid_reset(&source, self.now.as_millis());
                         match self.append_leader(tp, &batch, AppendOrigin::Coordinator) {
                             Ok(info) => info.last_offset.plus(1),
                             Err(_) => {
+                                set_wait(self, StopWait::Start);
                                 self.mirror_retry_later();
                                 return false;
                             }
@@ -208,6 +213,29 @@ impl Broker {
                 true
             }
         }
+    }
+
+    /// Where this stop's own `MIRROR_PID_RESET` ends, when the log holds it and the design
+    /// makes a re-driven stop idempotent ([`crate::mirror::Design::stop_is_idempotent`]).
+    ///
+    /// The reset is the stop's last log action: the LSO cut or ABORT markers came before it,
+    /// and client writes only after it (read-only is lifted at STOPPED). A stop that finds it
+    /// is re-driven: by a new leader before STOPPED (the reset then ends the log), or after
+    /// its STOPPED record went with a declared loss of the `__mirror_state` tail while the
+    /// topic took the new primary's writes (fresh mirror chaos seed 905707). Running the cut
+    /// and the reset again would cut the new primary's open transactions and expire its
+    /// idempotent producers: a retry of a batch that is in the log is then appended again
+    /// (Kafka's `checkSequence` takes any sequence from a producer it has no entry for).
+    /// A.1 asks every re-driven action to be idempotent; the reset is the mark that makes
+    /// these two so ([`own_pid_reset`]: a reset mirrored from the other cluster names
+    /// another source, and then this stop has not run).
+    fn stop_already_reset(&self, tp: &TopicPartition) -> Option<Offset> {
+        if !self.mirror_design().stop_is_idempotent() {
+            return None;
+        }
+        let p = self.partitions.get(tp)?;
+        let source = self.mirror_source_cluster(tp).map(|c| c.0.to_string());
+        own_pid_reset(&p.log, source.as_deref()).map(crate::record::RecordBatch::next_offset)
     }
 
     /// `(LME, end offset)` of `tp`'s mirrored log as this stop records it
