@@ -752,12 +752,135 @@ fn with_suggestion(message: &str) -> String {
     format!("{message}{}", suggestion(hint))
 }
 
+/// A parsed step with where it was written: its line, its label (`step[3]`,
+/// `step[3].steps[2]`) and the table's span, for validation errors.
+struct PlacedStep {
+    line: usize,
+    label: String,
+    span: std::ops::Range<usize>,
+    def: StepDef,
+}
+
+/// How many times a `repeat` block may run its steps.
+const MAX_REPEAT: i64 = 100;
+
+/// The `[[step]]` tables in order, each `repeat` block expanded in place: `times` copies of
+/// its `steps` (an array of step tables, `[[step.steps]]`), so a test that bounces a broker
+/// twenty times is written once. The copies keep the block's line and their own label
+/// (`step[3].steps[2]`); a block holds no `at_ms` (an absolute time cannot repeat) and no
+/// other block.
+fn expand_steps(
+    text: &str,
+    file: &str,
+    steps: &[Spanned<toml::Table>],
+) -> Result<Vec<PlacedStep>, ScenarioError> {
+    let mut out = Vec::new();
+    for (i, s) in steps.iter().enumerate() {
+        let label = format!("step[{}]", i + 1);
+        let line = line_of(text, s.span().start);
+        let err = |field: &str, message: String| ScenarioError {
+            file: file.to_owned(),
+            line: Some(field_line(text, &s.span(), field)),
+            field: Some(format!("{label}.{field}")),
+            message,
+        };
+        if s.get_ref().get("do").and_then(toml::Value::as_str) != Some("repeat") {
+            out.push(PlacedStep {
+                line,
+                def: parse_step(text, file, &label, s)?,
+                label,
+                span: s.span(),
+            });
+            continue;
+        }
+        let table = s.get_ref();
+        if let Some(extra) = table
+            .keys()
+            .find(|k| !matches!(k.as_str(), "do" | "times" | "steps" | "note"))
+        {
+            return Err(err(
+                extra,
+                format!("unknown field `{extra}` of a repeat block (expected times, steps, note)"),
+            ));
+        }
+        let times = match table.get("times") {
+            Some(toml::Value::Integer(n)) if (1..=MAX_REPEAT).contains(n) => *n,
+            Some(other) => {
+                return Err(err(
+                    "times",
+                    format!("expected an integer from 1 to {MAX_REPEAT}, got {other}"),
+                ));
+            }
+            None => return Err(err("times", "a repeat block needs `times`".into())),
+        };
+        let body: Vec<toml::Table> = match table.get("steps") {
+            Some(toml::Value::Array(items)) if !items.is_empty() => items
+                .iter()
+                .enumerate()
+                .map(|(j, v)| match v {
+                    toml::Value::Table(t) => Ok(t.clone()),
+                    other => Err(err(
+                        &format!("steps[{}]", j + 1),
+                        format!("expected a step table, got {}", other.type_str()),
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => {
+                return Err(err(
+                    "steps",
+                    "expected a non-empty array of step tables ([[step.steps]])".into(),
+                ));
+            }
+            None => {
+                return Err(err(
+                    "steps",
+                    "a repeat block needs `steps` ([[step.steps]] tables)".into(),
+                ));
+            }
+        };
+        let mut parsed = Vec::new();
+        for (j, t) in body.iter().enumerate() {
+            let inner = format!("{label}.steps[{}]", j + 1);
+            let nested = |message: String| ScenarioError {
+                file: file.to_owned(),
+                line: Some(line),
+                field: Some(inner.clone()),
+                message,
+            };
+            if t.get("do").and_then(toml::Value::as_str) == Some("repeat") {
+                return Err(nested(
+                    "a repeat block cannot hold another repeat block".into(),
+                ));
+            }
+            if t.contains_key("at_ms") {
+                return Err(nested(
+                    "a step in a repeat block cannot carry `at_ms` (an absolute time runs once)"
+                        .into(),
+                ));
+            }
+            let spanned = Spanned::new(s.span(), t.clone());
+            parsed.push((inner.clone(), parse_step(text, file, &inner, &spanned)?));
+        }
+        for _ in 0..times {
+            for (inner, def) in &parsed {
+                out.push(PlacedStep {
+                    line,
+                    label: inner.clone(),
+                    span: s.span(),
+                    def: def.clone(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// One `[[step]]` table: `do` names the kind, `at_ms` and `note` are common, the rest are
 /// the kind's fields. Errors name the field (`step[3].partitions`) and its line.
 fn parse_step(
     text: &str,
     file: &str,
-    index: usize,
+    label: &str,
     table: &Spanned<toml::Table>,
 ) -> Result<StepDef, ScenarioError> {
     let span = table.span();
@@ -769,9 +892,9 @@ fn parse_step(
             field_line(text, &span, field)
         }),
         field: Some(if field.is_empty() {
-            format!("step[{index}]")
+            label.to_owned()
         } else {
-            format!("step[{index}].{field}")
+            format!("{label}.{field}")
         }),
         message,
     };
@@ -901,19 +1024,12 @@ impl Scenario {
             seed: raw.seed.unwrap_or(1),
             design,
             clusters: raw.clusters.iter().map(|c| c.get_ref().clone()).collect(),
-            steps: raw
-                .steps
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    Ok((
-                        line_of(text, s.span().start),
-                        parse_step(text, file, i + 1, s)?,
-                    ))
-                })
-                .collect::<Result<_, ScenarioError>>()?,
+            steps: Vec::new(),
             expect,
         };
+        let placed = expand_steps(text, file, &raw.steps)?;
+        let mut sc = sc;
+        sc.steps = placed.iter().map(|p| (p.line, p.def.clone())).collect();
         for (i, c) in raw.clusters.iter().enumerate() {
             let c_ref = c.get_ref();
             if !(1..=7).contains(&c_ref.brokers) {
@@ -934,12 +1050,12 @@ impl Scenario {
                 ));
             }
         }
-        for (i, (s, (_, step))) in raw.steps.iter().zip(&sc.steps).enumerate() {
-            sc.validate_step(step)
+        for p in &placed {
+            sc.validate_step(&p.def)
                 .map_err(|(field, msg)| ScenarioError {
                     file: file.to_owned(),
-                    line: Some(field_line(text, &s.span(), &field)),
-                    field: Some(format!("step[{}].{field}", i + 1)),
+                    line: Some(field_line(text, &p.span, &field)),
+                    field: Some(format!("{}.{field}", p.label)),
                     message: msg,
                 })?;
         }

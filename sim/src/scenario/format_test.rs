@@ -204,3 +204,86 @@ fn batch_patterns_parse_and_match() {
     assert!(BatchPattern::parse("5@x data").is_err());
     assert!(BatchPattern::parse("5@0 blob").is_err());
 }
+
+#[test]
+fn a_repeat_block_expands_in_place_with_the_blocks_line() {
+    // Goal: `times` copies of the block's steps, between the steps around it, each copy at
+    // the block's line (prototype tests bounce a broker 10-20 times).
+    let sc = parse(
+        "\n[[step]]\ndo = \"sleep\"\nms = 1\n\n[[step]]\ndo = \"repeat\"\ntimes = 3\n\n[[step.steps]]\ndo = \"crash\"\ncluster = \"dst\"\nbroker = 1\n\n[[step.steps]]\ndo = \"restart\"\ncluster = \"dst\"\nbroker = 1\n\n[[step]]\ndo = \"sleep\"\nms = 2\n",
+    )
+    .unwrap();
+    let kinds: Vec<String> = sc
+        .steps
+        .iter()
+        .map(|(line, s)| {
+            format!("{line}:{:?}", s.kind)
+                .split([' ', '{'])
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "12:Sleep",
+            "16:Crash",
+            "16:Restart",
+            "16:Crash",
+            "16:Restart",
+            "16:Crash",
+            "16:Restart",
+            "30:Sleep"
+        ]
+    );
+}
+
+#[test]
+fn a_bad_repeat_block_is_refused_with_its_field() {
+    let block = |body: &str| parse(&format!("\n[[step]]\ndo = \"repeat\"\n{body}")).unwrap_err();
+    let e = block("times = 0\n[[step.steps]]\ndo = \"sleep\"\nms = 1\n");
+    assert!(
+        e.starts_with("t.toml:14: field `step[1].times`: expected an integer from 1 to 100"),
+        "{e}"
+    );
+    let e = block("[[step.steps]]\ndo = \"sleep\"\nms = 1\n");
+    assert!(
+        e.contains("field `step[1].times`: a repeat block needs `times`"),
+        "{e}"
+    );
+    let e = block("times = 2\n");
+    assert!(
+        e.contains("field `step[1].steps`: a repeat block needs `steps`"),
+        "{e}"
+    );
+    let e = block("times = 2\nsteps = []\n");
+    assert!(
+        e.contains("field `step[1].steps`: expected a non-empty array"),
+        "{e}"
+    );
+    let e = block("times = 2\nevery = 3\n[[step.steps]]\ndo = \"sleep\"\nms = 1\n");
+    assert!(
+        e.contains("field `step[1].every`: unknown field `every`"),
+        "{e}"
+    );
+    let e = block("times = 2\n[[step.steps]]\ndo = \"sleep\"\nat_ms = 5\nms = 1\n");
+    assert!(
+        e.contains("field `step[1].steps[1]`: a step in a repeat block cannot carry `at_ms`"),
+        "{e}"
+    );
+    let e = block("times = 2\n[[step.steps]]\ndo = \"repeat\"\ntimes = 2\n");
+    assert!(e.contains("cannot hold another repeat block"), "{e}");
+    // A bad field inside the block is named with its path in the block.
+    let e = block("times = 2\n[[step.steps]]\ndo = \"sleep\"\nms = \"long\"\n");
+    assert!(
+        e.contains("field `step[1].steps[1].ms`: invalid type"),
+        "{e}"
+    );
+    // ... and so is a validation error (an unknown broker).
+    let e = block("times = 2\n[[step.steps]]\ndo = \"crash\"\ncluster = \"dst\"\nbroker = 9\n");
+    assert!(
+        e.contains("field `step[1].steps[1].broker`: broker 9 does not exist"),
+        "{e}"
+    );
+}
