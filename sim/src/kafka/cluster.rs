@@ -596,13 +596,27 @@ impl KafkaWorld {
         acks: i16,
     ) -> Option<(ErrorCode, Offset)> {
         let leader = self.leader(cluster, tp)?;
+        self.produce_batch_to(cluster, leader, tp, batch, acks)
+            .await
+    }
+
+    /// [`Self::produce_batch`] sent to `broker`, leader or not (the broker answers as Kafka
+    /// does: NOT_LEADER_OR_FOLLOWER from a replica that is not the leader).
+    pub async fn produce_batch_to(
+        &self,
+        cluster: ClusterIdx,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        batch: mirror_core::record::RecordBatch,
+        acks: i16,
+    ) -> Option<(ErrorCode, Offset)> {
         let req = Request::Produce {
             transactional_id: None,
             acks,
             timeout_ms: 10_000,
             partitions: vec![(tp.clone(), batch)],
         };
-        match self.request_to(cluster, leader, req).await {
+        match self.request_to(cluster, broker, req).await {
             Some(Response::Produce { partitions }) => {
                 partitions.first().map(|p| (p.error, p.base_offset))
             }

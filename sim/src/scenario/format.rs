@@ -170,6 +170,11 @@ pub enum StepKind {
         /// Expected base offset of the first batch (the others follow contiguously).
         #[serde(default)]
         expect_offset: Option<i64>,
+        /// The broker the Produce goes to: the partition's leader unless given (`follower`,
+        /// or an id: a deposed leader that has not yet learned it was replaced, a replica
+        /// that must answer NOT_LEADER_OR_FOLLOWER).
+        #[serde(default)]
+        broker: Option<BrokerRef>,
     },
     /// A COMMIT or ABORT marker written to the leader as the transaction coordinator would
     /// (WriteTxnMarkers).
@@ -1188,15 +1193,20 @@ impl Scenario {
             }
             K::Produce {
                 cluster: c,
+                topic,
                 batches,
                 records,
                 acks,
                 transactional,
                 producer_id,
                 expect: e,
+                broker: b,
                 ..
             } => {
-                cluster("cluster", c)?;
+                let ci = cluster("cluster", c)?;
+                if let Some(b) = b {
+                    broker_ref(ci, b, &Some(topic.clone()))?;
+                }
                 positive("batches", i64::from(*batches))?;
                 positive("records", i64::from(*records))?;
                 if ![-1, 0, 1].contains(acks) {

@@ -287,3 +287,20 @@ fn a_bad_repeat_block_is_refused_with_its_field() {
         "{e}"
     );
 }
+
+#[test]
+fn a_produce_names_the_broker_it_goes_to() {
+    // Goal: `broker` on a produce is checked like a crash's: an id of the cluster, or a role
+    // of the step's own topic.
+    let sc = parse(
+        "\n[[step]]\ndo = \"produce\"\ncluster = \"src\"\ntopic = \"t\"\nbroker = \"follower\"\n",
+    )
+    .unwrap();
+    assert_eq!(sc.steps.len(), 1);
+    let e = parse("\n[[step]]\ndo = \"produce\"\ncluster = \"dst\"\ntopic = \"t\"\nbroker = 3\n")
+        .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:16: field `step[1].broker`: broker 3 does not exist in `dst`"),
+        "{e}"
+    );
+}

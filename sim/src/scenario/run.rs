@@ -605,10 +605,15 @@ impl Ctx<'_> {
                 transactional,
                 expect,
                 expect_offset,
+                broker,
             } => {
                 let c = self.cluster(cluster);
                 let ci = usize::from(c.0);
                 let tp = TopicPartition::new(topic.as_str(), *partition);
+                let target = broker
+                    .as_ref()
+                    .map(|b| self.resolve_broker(c, b, Some(topic), *partition))
+                    .transpose()?;
                 let mut first = None;
                 let mut last_err = ErrorCode::None;
                 for i in 0..*batches {
@@ -635,10 +640,11 @@ impl Ctx<'_> {
                             b.build(&records(*n, &tag))
                         }
                     };
-                    let (err, off) = w
-                        .produce_batch(c, &tp, batch, *acks)
-                        .await
-                        .unwrap_or((ErrorCode::RequestTimedOut, Offset(-1)));
+                    let sent = match target {
+                        Some(b) => w.produce_batch_to(c, b, &tp, batch, *acks).await,
+                        None => w.produce_batch(c, &tp, batch, *acks).await,
+                    };
+                    let (err, off) = sent.unwrap_or((ErrorCode::RequestTimedOut, Offset(-1)));
                     last_err = err;
                     if !err.is_ok() {
                         break;
@@ -658,6 +664,10 @@ impl Ctx<'_> {
                         f + i64::from(*batches) * i64::from(*n)
                     ),
                     _ => format!("{cluster}/{tp}: {last_err}"),
+                })
+                .map(|r| match target {
+                    Some(b) => format!("{r} (sent to {cluster}-{})", b.0),
+                    None => r,
                 })
             }
             K::EndTxn {
