@@ -453,20 +453,28 @@ impl Checker {
         }
     }
 
-    /// Follows each replica's log end offset from its appends and truncations.
+    /// Follows each replica's log end offset and last batch from its appends and
+    /// truncations. An append names its batch; only a truncation (which leaves an earlier
+    /// batch last) looks at the log.
     fn track_leo(&mut self, node: NodeId, event: &Event, nodes: &NodeMap) {
-        let (tp, leo) = match event {
+        let (tp, leo, mark) = match event {
             Event::Appended {
-                tp, last_offset, ..
+                tp,
+                base_offset,
+                last_offset,
+                epoch,
+                ..
             }
             | Event::MirrorAppended {
-                tp, last_offset, ..
-            } => (tp, last_offset.plus(1)),
-            Event::Truncated { tp, to, .. } => (tp, *to),
-            Event::TruncatedFully { tp, start, .. } => (tp, *start),
+                tp,
+                base_offset,
+                last_offset,
+                epoch,
+            } => (tp, last_offset.plus(1), Some((*base_offset, *epoch))),
+            Event::Truncated { tp, to, .. } => (tp, *to, last_batch_mark(nodes, node, tp)),
+            Event::TruncatedFully { tp, start, .. } => (tp, *start, None),
             _ => return,
         };
-        let mark = last_batch_mark(nodes, node, tp);
         self.leo_seen.insert((node, tp.clone()), (leo, mark));
     }
 
@@ -804,16 +812,18 @@ fn learned_before_the_last_loss(
     last_fetch_ms.is_none_or(|ms| u64::try_from(ms).unwrap_or(0) * 1000 < last_loss_micros)
 }
 
-/// A batch told apart from another at the same place: base offset, leader epoch, CRC.
-type BatchMark = (Offset, LeaderEpoch, u32);
+/// A batch told apart from another at the same place: base offset and leader epoch (one
+/// leader per epoch writes one batch at an offset), as an append event names it.
+type BatchMark = (Offset, LeaderEpoch);
+
+fn mark_of(b: &mirror_core::record::RecordBatch) -> BatchMark {
+    (b.base_offset(), b.partition_leader_epoch())
+}
 
 /// The [`BatchMark`] of the replica's last batch.
 fn last_batch_mark(nodes: &NodeMap, node: NodeId, tp: &TopicPartition) -> Option<BatchMark> {
     with_partition(nodes, node, tp, |p| {
-        p.log.batches().next_back().map(|b| {
-            let h = b.header();
-            (h.base_offset, h.partition_leader_epoch, h.crc)
-        })
+        p.log.batches().next_back().map(mark_of)
     })
     .flatten()
 }
@@ -826,10 +836,7 @@ fn batch_mark_at(
     offset: Offset,
 ) -> Option<BatchMark> {
     with_partition(nodes, node, tp, |p| {
-        p.log.batch_containing(offset).map(|b| {
-            let h = b.header();
-            (h.base_offset, h.partition_leader_epoch, h.crc)
-        })
+        p.log.batch_containing(offset).map(mark_of)
     })
     .flatten()
 }

@@ -1021,6 +1021,7 @@ impl Scenario {
                 "an invariant can only be named with verdict = \"violation\"".into(),
             ));
         }
+        let placed = expand_steps(text, file, &raw.steps)?;
         let sc = Scenario {
             file: file.to_owned(),
             name: raw.name.clone().unwrap_or_else(|| stem.to_owned()),
@@ -1029,12 +1030,9 @@ impl Scenario {
             seed: raw.seed.unwrap_or(1),
             design,
             clusters: raw.clusters.iter().map(|c| c.get_ref().clone()).collect(),
-            steps: Vec::new(),
+            steps: placed.iter().map(|p| (p.line, p.def.clone())).collect(),
             expect,
         };
-        let placed = expand_steps(text, file, &raw.steps)?;
-        let mut sc = sc;
-        sc.steps = placed.iter().map(|p| (p.line, p.def.clone())).collect();
         for (i, c) in raw.clusters.iter().enumerate() {
             let c_ref = c.get_ref();
             if !(1..=7).contains(&c_ref.brokers) {

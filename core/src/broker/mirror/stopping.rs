@@ -171,12 +171,12 @@ impl Broker {
                         .get(tp)
                         .is_some_and(|p| p.log.high_watermark() >= *required);
                 }
-                let source = self
-                    .mirror_source_cluster(tp)
-                    .map_or_else(String::new, |c| c.0.to_string());
                 let required = match self.stop_already_reset(tp) {
                     Some(next) => next,
                     None => {
+                        let source = self
+                            .mirror_source_cluster(tp)
+                            .map_or_else(String::new, |c| c.0.to_string());
                         // This run waits for its reset from before the append on: the append
                         // can move the HW and re-enter the plan, which must not write again.
                         let set_wait = |b: &mut Self, wait: StopWait| {
