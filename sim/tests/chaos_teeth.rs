@@ -105,6 +105,20 @@ fn every_ablated_mirror_rule_is_found_by_chaos() {
 }
 
 #[test]
+fn a_hang_the_stop_left_keeps_the_bare_kind() {
+    // Goal: the `mirror_cut_inside_txn` qualifier (a failback cut through one of the old
+    // source's transactions, F1, fresh seed 912441 in `mirror.rs`) covers that form only: a
+    // transaction a stop without its LSO cut left open on the new primary is the plain
+    // `violation:lso_reaches_hw`, which no known-findings line may cover.
+    let o = opts("seed-no-lso-truncation");
+    let out = (1..=MAX_SEEDS)
+        .map(|s| run_chaos_seed(s, &o))
+        .find(|out| violated(&out.verdict) == Some("lso_reaches_hw"))
+        .expect("no-lso-truncation leaves a hanging transaction");
+    assert_eq!(out.kind(), "violation:lso_reaches_hw", "{:?}", out.site);
+}
+
+#[test]
 fn a_find_replays_to_the_same_violation() {
     // Goal: what the teeth test counts is reproducible: the same seed and design give the
     // same trace hash and the same violation.

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use mirror_sim::scenario::{RunOptions, Scenario, files_in, run_scenario};
+use mirror_sim::scenario::{RunOptions, Scenario, ScenarioVerdict, files_in, run_scenario};
 
 fn scenario_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
@@ -70,4 +70,35 @@ fn a_run_that_breaks_an_invariant_still_shows_the_logs_its_later_steps_name() {
         dump.contains("orders-0") && dump.contains("leo=5"),
         "{dump}"
     );
+}
+
+#[test]
+fn exact_producer_state_and_leader_epoch_expectations_are_checked() {
+    // `expect_log`'s `producers` and `leader_epoch` are exact: the file's values pass, and a
+    // changed value fails the step that names it, with the expected and actual values.
+    let path = scenario_dir().join("s14_stop_rerun_after_lost_mirror_state_records_no_lme.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let run = |text: &str| {
+        let sc = Scenario::parse(text, "s14.toml", "s14").unwrap();
+        run_scenario(&sc, &RunOptions::default()).verdict
+    };
+    assert_eq!(run(&text), ScenarioVerdict::Pass);
+    for (from, to, needle) in [
+        (
+            "producers = [\"7@0 seq=3\"]",
+            "producers = [\"7@0 seq=1\"]",
+            "producer state: expected [\"7@0 seq=1\"], got [\"7@0 seq=3\"]",
+        ),
+        (
+            "leader_epoch = 2",
+            "leader_epoch = 3",
+            "leader epoch: expected 3, got 2",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        match run(&text.replacen(from, to, 1)) {
+            ScenarioVerdict::Fail { reason } => assert!(reason.contains(needle), "{reason}"),
+            ScenarioVerdict::Pass => panic!("{to} should fail"),
+        }
+    }
 }

@@ -89,16 +89,26 @@ impl ChaosOutcome {
     /// and for a liveness failure what did not converge ([`FailureSite::stuck`], spaces as
     /// `_`: `liveness:isr_short`, `liveness:state_FAILED_want_MIRRORING`). A known liveness
     /// finding then only covers new seeds stuck the same way, not every liveness failure.
+    /// A violation's site may qualify it the same way
+    /// (`violation:lso_reaches_hw:mirror_cut_inside_txn`, [`MIRROR_CUT_INSIDE_TXN`]).
     #[must_use]
     pub fn kind(&self) -> String {
         verdict_kind(&self.verdict, self.site.as_ref())
     }
 }
 
+/// The qualifier of an `lso_reaches_hw` violation on the failback target whose open
+/// transaction a mirror truncation cut through ([`KafkaWorld::mirror_cut_inside_open_txn`]):
+/// kind `violation:lso_reaches_hw:mirror_cut_inside_txn`.
+pub const MIRROR_CUT_INSIDE_TXN: &str = "mirror_cut_inside_txn";
+
 /// [`ChaosOutcome::kind`] from its parts.
 #[must_use]
 pub fn verdict_kind(verdict: &Verdict, site: Option<&FailureSite>) -> String {
     match (verdict, site.and_then(|s| s.stuck.as_deref())) {
+        (Verdict::Violation(v), Some(qualifier)) => {
+            format!("violation:{}:{qualifier}", v.invariant)
+        }
         (Verdict::Liveness { .. }, Some(stuck)) => {
             format!(
                 "liveness:{}",
@@ -344,7 +354,21 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
                         let mut v =
                             Violation::new("lso_reaches_hw", node, Some(&s.tp), None, s.detail);
                         v.t_micros = w.world.now().0;
-                        violated(v)
+                        let (verdict, site) = violated(v);
+                        // The F1 form (a failback cut that split a transaction) gets its own
+                        // kind, so a known-findings file can list it without covering every
+                        // hanging transaction (`verdict_kind`).
+                        let site = site.map(|mut site| {
+                            if site.cluster == "failback-target"
+                                && s.broker.is_some_and(|b| {
+                                    w.mirror_cut_inside_open_txn(s.cluster, b, &s.tp)
+                                })
+                            {
+                                site.stuck = Some(MIRROR_CUT_INSIDE_TXN.into());
+                            }
+                            site
+                        });
+                        (verdict, site)
                     }
                     stuck => {
                         let site = site::of_stuck(&w, &plan, &ops, stuck.as_ref());

@@ -25,7 +25,8 @@ pub struct FailureSite {
     /// `controller`, or `-` when no node is named.
     pub replica: String,
     /// For a liveness failure, what did not converge (`state FAILED want MIRRORING`,
-    /// `isr_short`, `logs_differ`, ...; no numbers).
+    /// `isr_short`, `logs_differ`, ...; no numbers); for a violation, an optional qualifier
+    /// of its kind (`mirror_cut_inside_txn`, `run::MIRROR_CUT_INSIDE_TXN`).
     pub stuck: Option<String>,
 }
 

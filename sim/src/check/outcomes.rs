@@ -85,6 +85,17 @@ impl ClientRecords {
         }
     }
 
+    /// A scenario's idempotent or transactional write (sent straight to a broker, not by a
+    /// producer client), whatever its answer: `no_duplicates` then watches its values too.
+    pub fn on_scenario_write(
+        &mut self,
+        cluster: ClusterIdx,
+        tp: &TopicPartition,
+        values: &[Bytes],
+    ) {
+        self.add(cluster, tp, values);
+    }
+
     fn add(&mut self, cluster: ClusterIdx, tp: &TopicPartition, values: &[Bytes]) {
         if values.is_empty() {
             return;

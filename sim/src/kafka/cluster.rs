@@ -624,6 +624,19 @@ impl KafkaWorld {
         }
     }
 
+    /// A scenario's idempotent or transactional batch values, which `no_duplicates` then
+    /// watches (`ClientRecords::on_scenario_write`).
+    pub fn watch_scenario_write(
+        &self,
+        cluster: ClusterIdx,
+        tp: &TopicPartition,
+        values: &[bytes::Bytes],
+    ) {
+        lock(&self.checker)
+            .clients
+            .on_scenario_write(cluster, tp, values);
+    }
+
     /// KIP-1279: creates mirror `name` on `destination`, pulling from `source`.
     pub async fn create_mirror(
         &self,
@@ -903,6 +916,35 @@ impl KafkaWorld {
                 .is_some_and(|p| kafka_loss_explains_hang(&losses, tp, &p.log, own_cut))
         })
         .unwrap_or(false)
+    }
+
+    /// True when a KIP-1279 mirror truncation of `tp` in `cluster` cut above where the
+    /// transaction `broker`'s log holds open begins: the cut fell between the transaction's
+    /// first record and its end marker and took the marker (fresh mirror seed 912441, F1). A
+    /// cut at a true divergence point never does this: records below it are the same history
+    /// on both clusters, and the stop's LSO cut (at the LSO, so not above it) left no
+    /// transaction open there. So the qualifier names an outcome (the hang) and what made it
+    /// unrepairable, and a hang of any other cause keeps the bare `lso_reaches_hw` kind.
+    #[must_use]
+    pub fn mirror_cut_inside_open_txn(
+        &self,
+        cluster: ClusterIdx,
+        broker: BrokerId,
+        tp: &TopicPartition,
+    ) -> bool {
+        let Some(start) = self
+            .with_broker(cluster, broker, |b| {
+                b.partition(tp)
+                    .and_then(|p| p.log.producer_state().first_unstable_offset())
+            })
+            .flatten()
+        else {
+            return false;
+        };
+        let partition = format!("{}:{tp}", cluster.0);
+        lock(&self.checker).ghost.losses.iter().any(|l| {
+            l.cause == "mirror_truncation" && l.partition == partition && l.from_offset > start.0
+        })
     }
 
     /// True when one of Kafka's own declared losses explains why `replica` of `tp` in

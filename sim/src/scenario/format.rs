@@ -144,7 +144,9 @@ pub enum StepKind {
     },
     /// `batches` batches of `records` records to the partition leader, one at a time. With
     /// `producer_id` the batches are idempotent (or `transactional`) with sequences that
-    /// continue per producer and partition unless `sequence` is given.
+    /// continue per producer and partition unless `sequence` is given; their values are named
+    /// by (producer id, epoch, sequence), so a resend of a sequence is a producer's retry, and
+    /// `no_duplicates` watches them.
     Produce {
         cluster: String,
         topic: String,
@@ -481,6 +483,14 @@ pub enum StepKind {
         leo: Option<i64>,
         #[serde(default)]
         leader_epoch_above: Option<i64>,
+        /// The leader's epoch for the partition, exactly (with `broker`, that replica's).
+        #[serde(default)]
+        leader_epoch: Option<i32>,
+        /// Each checked replica's producer-state entries, by producer id:
+        /// `"<pid>@<epoch> seq=<last sequence>"`, with ` txn=<first offset>` while a
+        /// transaction is open (seq -1: no batch retained in the epoch).
+        #[serde(default)]
+        producers: Option<Vec<String>>,
         #[serde(default)]
         leader_only: bool,
         #[serde(default)]

@@ -125,6 +125,51 @@ pub fn leader_epoch(w: &KafkaWorld, c: ClusterIdx, tp: &TopicPartition) -> Optio
         .flatten()
 }
 
+/// The leader epoch `b`'s replica of `tp` knows.
+#[must_use]
+pub fn replica_leader_epoch(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    b: BrokerId,
+    tp: &TopicPartition,
+) -> Option<i32> {
+    w.with_broker(c, b, |br| br.partition(tp).map(|p| p.leader_epoch.0))
+        .flatten()
+}
+
+/// `b`'s producer-state entries for `tp`, by producer id, as `expect_log`'s `producers`
+/// writes them: `"<pid>@<epoch> seq=<last sequence>"`, ` txn=<first offset>` while a
+/// transaction is open.
+#[must_use]
+pub fn producer_entries(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    b: BrokerId,
+    tp: &TopicPartition,
+) -> Option<Vec<String>> {
+    w.with_broker(c, b, |br| {
+        br.partition(tp).map(|p| {
+            p.log
+                .producer_state()
+                .active_producers()
+                .values()
+                .map(|e| {
+                    let txn = e
+                        .current_txn_first_offset
+                        .map_or_else(String::new, |o| format!(" txn={}", o.0));
+                    format!(
+                        "{}@{} seq={}{txn}",
+                        e.producer_id.0,
+                        e.producer_epoch.0,
+                        e.last_seq().0
+                    )
+                })
+                .collect()
+        })
+    })
+    .flatten()
+}
+
 /// Replicas and ISR as the leader sees them.
 #[must_use]
 pub fn replicas_and_isr(

@@ -617,9 +617,8 @@ impl Ctx<'_> {
                 let mut first = None;
                 let mut last_err = ErrorCode::None;
                 for i in 0..*batches {
-                    let tag = format!("{cluster}-{i}");
                     let batch = match producer_id {
-                        None => BatchBuilder::new().build(&records(*n, &tag)),
+                        None => BatchBuilder::new().build(&records(*n, &format!("{cluster}-{i}"))),
                         Some(pid) => {
                             let key = (ci, tp.clone(), *pid);
                             let seq = match sequence {
@@ -637,7 +636,15 @@ impl Ctx<'_> {
                             } else {
                                 BatchBuilder::idempotent(p, e, s)
                             };
-                            b.build(&records(*n, &tag))
+                            // Values named by (producer, epoch, sequence): a resend of the
+                            // same sequence is the same records, as a producer's retry is, and
+                            // `no_duplicates` finds it if the log takes it twice.
+                            let rs =
+                                records(*n, &format!("{cluster}-p{pid}e{producer_epoch}-s{seq}"));
+                            let values: Vec<_> =
+                                rs.iter().filter_map(|r| r.value.clone()).collect();
+                            w.watch_scenario_write(c, &tp, &values);
+                            b.build(&rs)
                         }
                     };
                     let sent = match target {
@@ -1251,6 +1258,8 @@ impl Ctx<'_> {
                 hw,
                 leo,
                 leader_epoch_above,
+                leader_epoch,
+                producers,
                 leader_only,
                 isr,
             } => {
@@ -1308,6 +1317,14 @@ impl Ctx<'_> {
                             ));
                         }
                     }
+                    if let Some(want) = producers {
+                        let got = inspect::producer_entries(&w, c, *b, &tp).unwrap_or_default();
+                        if &got != want {
+                            return Err(format!(
+                                "{who} {tp} producer state: expected {want:?}, got {got:?}"
+                            ));
+                        }
+                    }
                     let x: Bounds = inspect::bounds(&w, c, *b, &tp)
                         .ok_or_else(|| format!("{who} has no replica of {tp}"))?;
                     for (what, want, got) in [
@@ -1321,6 +1338,16 @@ impl Ctx<'_> {
                         {
                             return Err(format!("{who} {tp} {what}: expected {want}, got {got}"));
                         }
+                    }
+                }
+                if let Some(want) = leader_epoch {
+                    let got = match broker {
+                        Some(b) => inspect::replica_leader_epoch(&w, c, BrokerId(*b), &tp),
+                        None => inspect::leader_epoch(&w, c, &tp),
+                    }
+                    .ok_or_else(|| format!("{tp}: no replica to read a leader epoch from"))?;
+                    if got != *want {
+                        return Err(format!("{tp} leader epoch: expected {want}, got {got}"));
                     }
                 }
                 if let Some(min) = leader_epoch_above {
