@@ -563,6 +563,14 @@ fn a_transaction_whose_marker_rotted_on_an_unclean_leader_is_kafkas_hang() {
     );
 }
 
+/// The `lso_reaches_hw` violation of a run that must end with a hanging transaction.
+fn hang_of(out: &mirror_sim::chaos::ChaosOutcome) -> &mirror_sim::check::Violation {
+    match &out.verdict {
+        mirror_sim::chaos::Verdict::Violation(v) if v.invariant == "lso_reaches_hw" => v,
+        other => panic!("expected a hanging transaction, got {other:?}"),
+    }
+}
+
 #[test]
 fn finding_a_failback_cut_at_the_new_primarys_log_start_splits_an_old_transaction() {
     // F1, fresh mirror chaos seed 912441 (shrunk to 3 faults: stop, DeleteRecords on the new
@@ -578,16 +586,74 @@ fn finding_a_failback_cut_at_the_new_primarys_log_start_splits_an_old_transactio
     let out = replay_capsule(include_str!(
         "capsules/mirror-912441-failback-cut-at-the-primarys-log-start-splits-a-transaction.json"
     ));
-    match &out.verdict {
-        mirror_sim::chaos::Verdict::Violation(v) => {
-            assert_eq!(v.invariant, "lso_reaches_hw", "{v:?}");
-            assert!(v.detail.contains("LSO 164"), "{v:?}");
-        }
-        other => panic!("expected the old source's transaction to hang, got {other:?}"),
-    }
+    let v = hang_of(&out);
+    assert!(v.detail.contains("LSO 164"), "{v:?}");
     // Its own kind, so the known-findings file lists this form without covering every hang
     // (`chaos_teeth.rs`: a hang the stop left keeps the bare kind).
     assert_eq!(out.kind(), "violation:lso_reaches_hw:mirror_cut_inside_txn");
+}
+
+#[test]
+fn finding_kafkas_transaction_coordinator_answers_from_a_record_that_never_commits() {
+    // A finding about Kafka (not the KIP), fresh mirror chaos seed 140445159 (shrunk to 5
+    // faults, all on the source; the mirror plays no part). txn-8's AddPartitionsToTxn
+    // reached src-1, the coordinator then, which appended the Ongoing record (t0-0) and was
+    // isolated before it committed: the ISR member src-2 lacked it. src-3, elected for
+    // `__transaction_state-0`, loaded its log up to the end, record included (Kafka loads to
+    // the LEO), and answered the retried AddPartitionsToTxn NONE at once, with nothing
+    // written. The producer wrote its transactional batch to t0-0 (acks=all, committed) and
+    // sent EndTxn; src-3's PrepareCommit never committed either, and src-3 crashed. src-2,
+    // elected cleanly, loaded the completed earlier transaction, answered the EndTxn retry
+    // NONE (a retry of a completed commit) and wrote no marker, while src-1 truncated the
+    // records nobody had committed. t0-0's transaction stays open: its LSO never reaches the
+    // HW. The kind says so, and the known-findings file lists it as K1.
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-140445159-coordinator-answered-from-an-uncommitted-record.json"
+    ));
+    assert_eq!(hang_of(&out).node, "src-2");
+    assert_eq!(out.kind(), "violation:lso_reaches_hw:coordinator_lost_txn");
+}
+
+#[test]
+fn finding_a_failback_leader_keeps_its_own_records_in_an_epoch_the_primary_also_led() {
+    // F1, fresh mirror chaos seed 930213 (shrunk). The new primary stopped t0-3 with a bump
+    // to its own epoch 1 (reset at 33, then its own writes in epoch 1); the old source had
+    // led epoch 1 too, writing 44..65 of its own. A replica of the old source outside the ISR
+    // at the failback keeps them, is re-admitted (its LEO reaches the HW), and later leads
+    // the failback mirror. Its LastFetchedEpoch 1 ends at the primary's LEO there: no
+    // divergence, and its fetch offset (66) falls inside one of the primary's batches, which
+    // Kafka does not append mid-batch. The two clusters never hold one log again.
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-930213-failback-leader-keeps-its-own-records-in-a-shared-epoch.json"
+    ));
+    assert_eq!(
+        out.kind(),
+        "liveness:logs_differ_in_a_shared_epoch",
+        "{:?}",
+        out.verdict
+    );
+}
+
+#[test]
+fn finding_a_cut_inside_its_own_batch_leaves_a_hole_the_failback_never_fills() {
+    // F1, fresh mirror chaos seed 932067 (shrunk). The new primary stopped an empty t0-0:
+    // no bump, its PID reset at 0 and its own writes in epoch 0, the epoch the old source
+    // wrote its own 0..9 in. At the failback a replica of the old source outside the ISR
+    // asks with LastFetchedEpoch 0; the mirror leader (having copied only the reset) answers
+    // "epoch 0 ends at 1", and Kafka's truncateTo(1) drops the whole batch 0..9 and sets the
+    // LEO to 1. It then copies 1.. and rejoins the ISR, is elected cleanly later, and leads
+    // the failback mirror without offset 0: the primary's reset is never copied, and the
+    // logs stay apart below both HWs (an unflushed loss on the last ISR member is declared,
+    // which excuses `leader_completeness`, not the stall).
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-932067-mid-batch-cut-leaves-a-hole-in-a-shared-epoch.json"
+    ));
+    assert_eq!(
+        out.kind(),
+        "liveness:logs_differ_in_a_shared_epoch",
+        "{:?}",
+        out.verdict
+    );
 }
 
 #[test]

@@ -89,6 +89,11 @@ impl CoordinatorHost {
         self.txn.get(&partition)
     }
 
+    /// Every hosted transaction coordinator, by `__transaction_state` partition.
+    pub fn txn_coordinators(&self) -> impl Iterator<Item = (i32, &TxnCoordinator)> {
+        self.txn.iter().map(|(p, c)| (*p, c))
+    }
+
     /// The hosted group coordinator of `partition`.
     #[must_use]
     pub fn group_coordinator(&self, partition: i32) -> Option<&GroupCoordinator> {

@@ -374,6 +374,19 @@ pub enum Event {
         /// Proactive (appended anyway) rather than reactive.
         proactive: bool,
     },
+    /// KIP-1279 latest (B §8.4, mechanism 3): the mirror coordinator's periodic sync asks
+    /// for a leader epoch above a source epoch that came within the threshold of the local
+    /// one (the prototype's `maybeBumpLeaderEpochs`).
+    MirrorSyncEpochBump {
+        /// Partition.
+        tp: TopicPartition,
+        /// The source leader epoch the sync's source metadata gave.
+        source_epoch: LeaderEpoch,
+        /// The local (destination) leader epoch in this broker's metadata image.
+        local_epoch: LeaderEpoch,
+        /// The `MinLeaderEpoch` asked for (source epoch + the increment).
+        min_leader_epoch: LeaderEpoch,
+    },
     /// KIP-1279 latest (B §7.6-2): a FAILED retry found its previous state not enterable
     /// from FAILED and was skipped; the partition stays FAILED with no further retry.
     MirrorRetrySkipped {

@@ -6,12 +6,17 @@
 use mirror_core::mirror::MirrorPartitionState as S;
 use mirror_core::protocol::ClusterIdx;
 use mirror_core::record::RecordBatch;
-use mirror_core::types::{BrokerId, Offset, TopicPartition};
+use mirror_core::types::{BrokerId, LeaderEpoch, Offset, TopicPartition};
+use std::collections::BTreeSet;
 
 use super::actions::MirrorOps;
 use super::persistent::HeldOut;
 use super::plan::ChaosPlan;
 use crate::kafka::KafkaWorld;
+
+/// [`Stuck::kind`] of mirrored logs that stay apart while both hold different records of one
+/// leader epoch, the latest of one of them ([`shared_epoch_split`]): F1's stall form.
+pub const LOGS_DIFFER_IN_A_SHARED_EPOCH: &str = "logs_differ_in_a_shared_epoch";
 
 /// Where and how a run did not converge.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,6 +68,37 @@ fn logs_agree(a: &LeaderLog, b: &LeaderLog) -> bool {
             .collect()
     };
     a.1 == b.1 && from(&a.2) == from(&b.2)
+}
+
+/// The first of `shared` (leader epochs in which both clusters' own leaders wrote records,
+/// `KafkaWorld::epochs_led_in_both`) under which the two leaders' logs hold different
+/// batches in the offsets both have: one epoch number names two histories (F1,
+/// `.ci/known-mirror-findings.txt`). Kafka's divergence check compares epochs only, so a
+/// replica whose LastFetchedEpoch is such an epoch is answered with where the other
+/// cluster's epoch ends, further out, and no divergence is reported: a failback mirror keeps
+/// the old source's records (fresh seed 930213: its fetch offset then falls inside one of
+/// the new primary's batches, never appended), or the hole a truncation inside its own batch
+/// left (fresh seed 932067: Kafka's `truncateTo` drops the whole batch holding the target
+/// and still sets the LEO to the target; the new primary's PID reset at 0 is never copied).
+/// A mirror that only lags has the same batches in the common offsets, and an epoch only
+/// one cluster led cannot name two histories, so neither qualifies.
+fn shared_epoch_split(
+    a: &LeaderLog,
+    b: &LeaderLog,
+    shared: &BTreeSet<LeaderEpoch>,
+) -> Option<LeaderEpoch> {
+    let (start, end) = (a.0.max(b.0), a.1.min(b.1));
+    let in_epoch = |l: &LeaderLog, e: LeaderEpoch| -> Vec<RecordBatch> {
+        l.2.iter()
+            .filter(|x| x.base_offset() >= start && x.last_offset() < end)
+            .filter(|x| x.partition_leader_epoch() == e)
+            .cloned()
+            .collect()
+    };
+    shared
+        .iter()
+        .copied()
+        .find(|e| in_epoch(a, *e) != in_epoch(b, *e))
 }
 
 /// The leader's log start, LEO and batches.
@@ -155,7 +191,18 @@ fn mirror_stuck(w: &KafkaWorld, plan: &ChaosPlan, ops: &MirrorOps) -> Option<Stu
                 // checks.
                 let (a, b) = (leader_log(w, src, &tp), leader_log(w, dst, &tp));
                 if !matches!((&a, &b), (Some(a), Some(b)) if logs_agree(a, b)) {
-                    return Some(differ(tp));
+                    let mut stuck = differ(tp);
+                    if let (Some(a), Some(b)) = (&a, &b)
+                        && let Some(epoch) =
+                            shared_epoch_split(a, b, &w.epochs_led_in_both(src, dst, &stuck.tp))
+                    {
+                        stuck.kind = LOGS_DIFFER_IN_A_SHARED_EPOCH.into();
+                        stuck.detail = format!(
+                            "{}: logs differ between the clusters: both hold records of leader epoch {epoch}, different ones",
+                            stuck.tp
+                        );
+                    }
+                    return Some(stuck);
                 }
             }
         }
@@ -292,6 +339,55 @@ mod tests {
             .base_offset(Offset(base))
             .leader_epoch(LeaderEpoch(0))
             .build(&[SimpleRecord::value(0, tag)])
+    }
+
+    fn batch_in(base: i64, epoch: i32, tag: &'static str) -> RecordBatch {
+        BatchBuilder::new()
+            .base_offset(Offset(base))
+            .leader_epoch(LeaderEpoch(epoch))
+            .build(&[SimpleRecord::value(0, tag)])
+    }
+
+    #[test]
+    fn a_shared_epoch_split_needs_an_epoch_both_clusters_led_and_different_batches_in_it() {
+        let both: BTreeSet<LeaderEpoch> = [LeaderEpoch(0), LeaderEpoch(1)].into();
+        let primary: LeaderLog = (
+            Offset(0),
+            Offset(4),
+            vec![
+                batch_in(0, 0, "a"),
+                batch_in(1, 1, "reset"),
+                batch_in(2, 1, "b"),
+                batch_in(3, 1, "c"),
+            ],
+        );
+        // Seed 930213: the old source keeps its own epoch-1 records where the primary has its own.
+        let own: LeaderLog = (
+            Offset(0),
+            Offset(3),
+            vec![
+                batch_in(0, 0, "a"),
+                batch_in(1, 1, "x"),
+                batch_in(2, 1, "y"),
+            ],
+        );
+        assert_eq!(
+            shared_epoch_split(&own, &primary, &both),
+            Some(LeaderEpoch(1))
+        );
+        // Only one cluster led epoch 1 (its records there were mirrored): not F1.
+        let only_zero: BTreeSet<LeaderEpoch> = [LeaderEpoch(0)].into();
+        assert_eq!(shared_epoch_split(&own, &primary, &only_zero), None);
+        // Seed 932067: a hole where the primary's first batch was, the rest copied.
+        let hole: LeaderLog = (Offset(0), Offset(4), primary.2[1..].to_vec());
+        assert_eq!(
+            shared_epoch_split(&hole, &primary, &both),
+            Some(LeaderEpoch(0))
+        );
+        // A mirror that only lags holds the same batches in the offsets both have.
+        let lagging: LeaderLog = (Offset(0), Offset(2), primary.2[..2].to_vec());
+        assert_eq!(shared_epoch_split(&lagging, &primary, &both), None);
+        assert_eq!(shared_epoch_split(&primary, &primary, &both), None);
     }
 
     #[test]

@@ -102,6 +102,12 @@ impl ChaosOutcome {
 /// kind `violation:lso_reaches_hw:mirror_cut_inside_txn`.
 pub const MIRROR_CUT_INSIDE_TXN: &str = "mirror_cut_inside_txn";
 
+/// The qualifier of an `lso_reaches_hw` violation whose open transaction Kafka's own
+/// transaction coordinator lost: it answered from a loaded record that never committed
+/// ([`KafkaWorld::coordinator_lost_open_txn`]): kind
+/// `violation:lso_reaches_hw:coordinator_lost_txn`, a finding about Kafka, not the KIP.
+pub const COORDINATOR_LOST_TXN: &str = "coordinator_lost_txn";
+
 /// [`ChaosOutcome::kind`] from its parts.
 #[must_use]
 pub fn verdict_kind(verdict: &Verdict, site: Option<&FailureSite>) -> String {
@@ -359,12 +365,14 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
                         // kind, so a known-findings file can list it without covering every
                         // hanging transaction (`verdict_kind`).
                         let site = site.map(|mut site| {
-                            if site.cluster == "failback-target"
-                                && s.broker.is_some_and(|b| {
-                                    w.mirror_cut_inside_open_txn(s.cluster, b, &s.tp)
-                                })
-                            {
-                                site.stuck = Some(MIRROR_CUT_INSIDE_TXN.into());
+                            if let Some(b) = s.broker {
+                                if site.cluster == "failback-target"
+                                    && w.mirror_cut_inside_open_txn(s.cluster, b, &s.tp)
+                                {
+                                    site.stuck = Some(MIRROR_CUT_INSIDE_TXN.into());
+                                } else if w.coordinator_lost_open_txn(s.cluster, b, &s.tp) {
+                                    site.stuck = Some(COORDINATOR_LOST_TXN.into());
+                                }
                             }
                             site
                         });
@@ -377,7 +385,8 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
                             |s| {
                                 // The mirror did not reach what the operator asked for:
                                 // the `mirror_progress` outcome.
-                                if s.kind.starts_with("state") || s.kind == "logs_differ" {
+                                if s.kind.starts_with("state") || s.kind.starts_with("logs_differ")
+                                {
                                     format!("mirror_progress ({}): {}", s.kind, s.detail)
                                 } else {
                                     s.detail

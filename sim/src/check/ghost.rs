@@ -1,7 +1,7 @@
 //! Ghost state (TigerBeetle's `commits`, the TLA+ specs' "true HW" and "acked values"): what
 //! the harness knows happened, kept outside the brokers and fed only by events.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 use mirror_core::protocol::{ClusterIdx, NodeId};
@@ -66,6 +66,10 @@ pub struct GhostPartition {
     pub topic_id: Option<TopicId>,
     /// When the last declared loss cut this history (µs; 0: never).
     pub last_loss_micros: u64,
+    /// Leader epochs in which a leader of this cluster appended records of its own (client
+    /// writes, markers, a stop's reset; not mirrored batches): with the same epoch in another
+    /// cluster's, one epoch number names two histories (F1, `chaos::converge`).
+    pub own_epochs: BTreeSet<LeaderEpoch>,
 }
 
 impl GhostPartition {
@@ -195,6 +199,12 @@ pub struct Ghost {
     /// [`Self::lost_to_corruption`]): a transaction whose marker went with the rotten batches
     /// stays open however far the log grows (`kafka_loss_explains_hang`).
     pub last_corruption_cut: BTreeMap<(NodeId, TopicPartition), Offset>,
+    /// Per cluster and `__transaction_state` partition, the event number of the last time a
+    /// replica of it dropped records (a truncation of Kafka's own, not a declared loss):
+    /// coordinator writes that never committed. Kafka's transaction coordinator loads its
+    /// partition up to the log end, so it may have answered clients from them
+    /// (`KafkaWorld::coordinator_lost_open_txn`).
+    pub txn_log_truncations: BTreeMap<(ClusterIdx, i32), u64>,
 }
 
 impl Ghost {

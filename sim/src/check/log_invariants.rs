@@ -154,6 +154,15 @@ impl Checker {
         let node = ctx.node;
         let cluster = node.cluster;
         self.track_leo(node, event, nodes);
+        if let Event::Appended {
+            tp,
+            epoch,
+            as_leader: true,
+            ..
+        } = event
+        {
+            self.ghost.partition(cluster, tp).own_epochs.insert(*epoch);
+        }
         if let Event::BecameLeader { tp, .. } | Event::BecameFollower { tp, .. } = event
             && let Some(id) = with_partition(nodes, node, tp, |p| p.topic_id)
             && self.ghost.track_topic_id(cluster, tp, id)
@@ -318,9 +327,11 @@ impl Checker {
                 if let Some(v) = self.verified.get_mut(&key) {
                     *v = (*v).min(*to);
                 }
+                self.note_txn_log_truncation(ctx, cluster, tp);
                 self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
             Event::TruncatedFully { tp, start, .. } => {
+                self.note_txn_log_truncation(ctx, cluster, tp);
                 self.verified.insert((node, tp.clone()), *start);
                 self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
@@ -479,6 +490,21 @@ impl Checker {
     }
 
     /// Records a declared data-loss event and cuts the committed history at `from`.
+    /// Records that a replica of a `__transaction_state` partition dropped records
+    /// ([`crate::check::ghost::Ghost::txn_log_truncations`]).
+    fn note_txn_log_truncation(
+        &mut self,
+        ctx: &EventCtx,
+        cluster: ClusterIdx,
+        tp: &TopicPartition,
+    ) {
+        if tp.topic.as_ref() == mirror_core::broker::coordinator_runtime::TRANSACTION_STATE_TOPIC {
+            self.ghost
+                .txn_log_truncations
+                .insert((cluster, tp.partition), ctx.seq);
+        }
+    }
+
     fn declare_loss(
         &mut self,
         ctx: &EventCtx,

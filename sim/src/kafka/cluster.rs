@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use mirror_core::broker::{Broker, BrokerConfig, Node};
 use mirror_core::controller::{Controller, ControllerConfig};
+use mirror_core::coordinator::transaction::TxnState;
 use mirror_core::protocol::messages::CreatableTopic;
 use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId, NodeRole, Request, Response};
 use mirror_core::types::{BrokerId, Offset, TopicPartition};
@@ -945,6 +946,115 @@ impl KafkaWorld {
         lock(&self.checker).ghost.losses.iter().any(|l| {
             l.cause == "mirror_truncation" && l.partition == partition && l.from_offset > start.0
         })
+    }
+
+    /// True when the transaction `broker`'s log of `tp` holds open (the lowest one) belongs
+    /// to a producer whose transaction coordinator no longer has it open on `tp`, after a
+    /// replica of that coordinator's `__transaction_state` partition dropped records written
+    /// since the transaction's first batch was acknowledged (fresh mirror seed 140445159, on
+    /// the source alone). Kafka's coordinator loads its partition up to the log end, not the
+    /// HW (`TransactionStateManager.loadTransactionMetadata`; chosen in the KAFKA-5059
+    /// review), and answers from that state at once: an AddPartitionsToTxn whose partitions
+    /// are already in an Ongoing record it loaded gets NONE with nothing written. When that
+    /// record never commits (a clean election to an ISR member that lacked it), the next
+    /// coordinator loads the previous, completed state, so the data the producer wrote under
+    /// that answer belongs to a transaction no coordinator knows: no marker comes, the
+    /// producer's EndTxn retry is answered NONE (a retry of the completed commit), and the
+    /// partition's LSO stops there until that producer's next transaction on it. No declared
+    /// loss is involved (every acknowledged write survives). The group coordinator's runtime
+    /// (KIP-848) holds such answers until the HW passes the last written offset; the
+    /// transaction coordinator does not. A coordinator that still has the transaction open
+    /// (markers pending, a PREPARE record waiting) or never knew the producer (a mirrored
+    /// transaction on the destination) does not qualify, so every other hang keeps the bare
+    /// `lso_reaches_hw` kind.
+    #[must_use]
+    pub fn coordinator_lost_open_txn(
+        &self,
+        cluster: ClusterIdx,
+        broker: BrokerId,
+        tp: &TopicPartition,
+    ) -> bool {
+        let Some((pid, first)) = self
+            .with_broker(cluster, broker, |b| {
+                b.partition(tp).and_then(|p| {
+                    p.log
+                        .producer_state()
+                        .ongoing_txns()
+                        .values()
+                        .next()
+                        .map(|t| (t.producer_id, t.first_offset))
+                })
+            })
+            .flatten()
+        else {
+            return false;
+        };
+        // Every hosted coordinator's view of that producer: the `__transaction_state`
+        // partition it lives in, and whether the transaction is open there on `tp`.
+        let mut views = Vec::new();
+        for id in self.broker_ids(cluster) {
+            self.with_broker(cluster, id, |b| {
+                for (partition, c) in b.coordinators().txn_coordinators() {
+                    for m in c.transactions().filter(|m| m.producer_id == pid) {
+                        let open = m.pending_state().is_some()
+                            || (matches!(
+                                m.state,
+                                TxnState::Ongoing
+                                    | TxnState::PrepareCommit
+                                    | TxnState::PrepareAbort
+                            ) && m.partitions.contains(tp));
+                        views.push((partition, open));
+                    }
+                }
+            });
+        }
+        if views.is_empty() || views.iter().any(|(_, open)| *open) {
+            return false;
+        }
+        // The transaction's first batch was written and acknowledged in this cluster (not
+        // mirrored from another: a destination's coordinator never knew the source's producers).
+        let c = lock(&self.checker);
+        let Some(acked_at) = c
+            .ghost
+            .acked
+            .iter()
+            .find(|w| {
+                w.cluster == cluster
+                    && w.tp == *tp
+                    && w.transactional
+                    && w.base_offset <= first
+                    && first.0 < w.base_offset.0 + w.values.len() as i64
+            })
+            .map(|w| w.event_seq)
+        else {
+            return false;
+        };
+        views.iter().any(|(partition, _)| {
+            c.ghost
+                .txn_log_truncations
+                .get(&(cluster, *partition))
+                .is_some_and(|at| *at > acked_at)
+        })
+    }
+
+    /// Leader epochs of `tp` in which leaders of both clusters appended records of their own
+    /// ([`crate::check::ghost::GhostPartition::own_epochs`]).
+    #[must_use]
+    pub fn epochs_led_in_both(
+        &self,
+        a: ClusterIdx,
+        b: ClusterIdx,
+        tp: &TopicPartition,
+    ) -> std::collections::BTreeSet<mirror_core::types::LeaderEpoch> {
+        let c = lock(&self.checker);
+        let own = |x: ClusterIdx| {
+            c.ghost
+                .partitions
+                .get(&(x, tp.clone()))
+                .map(|g| g.own_epochs.clone())
+                .unwrap_or_default()
+        };
+        own(a).intersection(&own(b)).copied().collect()
     }
 
     /// True when one of Kafka's own declared losses explains why `replica` of `tp` in

@@ -640,6 +640,17 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
                 )
             },
         ),
+        Event::MirrorSyncEpochBump {
+            tp,
+            source_epoch,
+            local_epoch,
+            min_leader_epoch,
+        } => compact(
+            tp.to_string(),
+            format!(
+                "periodic epoch bump: source le={source_epoch} local le={local_epoch} min={min_leader_epoch}"
+            ),
+        ),
         Event::MirrorRetrySkipped {
             tp,
             target,

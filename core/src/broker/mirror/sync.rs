@@ -131,6 +131,8 @@ pub(in crate::broker) enum SyncStep {
     CreateAcls(Vec<AclBinding>),
     /// `DeleteAcls` at the controller (the ACLs deleted).
     DeleteAcls(Vec<AclBinding>),
+    /// Latest: the periodic `BumpLeaderEpochs` at the controller (B §8.4, mechanism 3).
+    BumpEpochs,
 }
 
 /// One sync round of one mirror.
@@ -152,6 +154,12 @@ pub struct SyncRound {
     log_end: BTreeMap<TopicPartition, (Offset, LeaderEpoch)>,
     /// Source groups already asked for in this round.
     groups: BTreeSet<String>,
+    /// Latest: this mirror's topics desired STOPPED, whose source epochs the periodic bump
+    /// also watches (the prototype's `buildSourceEpochBumpTargets` takes the topics
+    /// configured MIRRORING or STOPPED).
+    stopped: BTreeSet<String>,
+    /// Source leader epochs from the source metadata (known ones only).
+    source_epochs: BTreeMap<TopicPartition, LeaderEpoch>,
 }
 
 impl SyncRound {
@@ -375,12 +383,27 @@ impl Broker {
         if topics.is_empty() {
             return;
         }
+        // Latest's periodic epoch bump also covers the stopped topics (B §8.4).
+        let stopped: BTreeSet<String> = if self.mirror_design().epoch_fencing().is_some() {
+            self.image
+                .topic_ids
+                .keys()
+                .filter(|name| {
+                    self.mirror_membership(name).is_some_and(|m| {
+                        m.mirror_name == mirror && m.desired == DesiredMirrorState::Stopped
+                    })
+                })
+                .cloned()
+                .collect()
+        } else {
+            BTreeSet::new()
+        };
         self.mirror_sync.started += 1;
         let round = self.mirror_sync.started;
         // Source metadata.
         let to = self.sync_source_broker(source, &brokers);
         let req = Request::Metadata {
-            topics: Some(topics.keys().cloned().collect()),
+            topics: Some(topics.keys().chain(&stopped).cloned().collect()),
         };
         let mut sends = vec![(to, req, SyncStep::SourceMetadata)];
         // Persisted states, grouped by `__mirror_state` leader.
@@ -435,6 +458,7 @@ impl Broker {
                 id: round,
                 phase1_pending: sends.len(),
                 topics,
+                stopped,
                 ..SyncRound::default()
             },
         );
@@ -456,6 +480,9 @@ impl Broker {
                 self.on_sync_result(mirror, step, resp.as_ref());
                 return;
             }
+            // The prototype only logs the answer: completion shows in the metadata, and a
+            // bump that did not happen is asked again by the next round.
+            SyncStep::BumpEpochs => return,
             SyncStep::CreateAcls(acls) => {
                 self.on_sync_acls_result(mirror, acls, false, resp.as_ref());
                 return;
@@ -479,7 +506,15 @@ impl Broker {
                 if let Some(Response::Metadata { topics, .. }) = resp {
                     for t in topics.into_iter().filter(|t| t.error.is_ok()) {
                         let n = i32::try_from(t.partitions.len()).unwrap_or(0);
-                        r.source_topics.insert(t.name, (t.topic_id, n));
+                        for p in t.partitions.iter().filter(|p| p.leader_epoch.0 >= 0) {
+                            r.source_epochs.insert(
+                                TopicPartition::new(t.name.as_str(), p.partition),
+                                p.leader_epoch,
+                            );
+                        }
+                        if r.topics.contains_key(&t.name) {
+                            r.source_topics.insert(t.name, (t.topic_id, n));
+                        }
                     }
                 }
                 self.sync_phase1_answered(mirror);
@@ -518,7 +553,8 @@ impl Broker {
             | SyncStep::Grow { .. }
             | SyncStep::Commit { .. }
             | SyncStep::CreateAcls(_)
-            | SyncStep::DeleteAcls(_) => {}
+            | SyncStep::DeleteAcls(_)
+            | SyncStep::BumpEpochs => {}
             SyncStep::SourceAcls => self.on_sync_source_acls(mirror, round, resp),
             SyncStep::ListGroups => self.on_sync_list_groups(mirror, round, resp),
             SyncStep::FindSourceCoordinator(group) => {
@@ -618,6 +654,10 @@ impl Broker {
             return;
         };
         let round = r.id;
+        self.sync_periodic_epoch_bump(mirror, round);
+        let Some(r) = self.mirror_sync.rounds.get(mirror) else {
+            return;
+        };
         let eligible: Vec<String> = r
             .topics
             .keys()
@@ -676,6 +716,56 @@ impl Broker {
                 SyncStep::ListGroups,
             );
         }
+    }
+
+    /// Latest's periodic epoch bump (B §8.4, mechanism 3; the prototype's
+    /// `maybeBumpLeaderEpochs` from the coordinator's sync): every partition of the topics
+    /// desired MIRRORING or STOPPED whose source leader epoch `e` is above the local leader
+    /// epoch minus the threshold asks for `MinLeaderEpoch = e + increment`, in one request.
+    /// A bump that would overflow is left out (the prototype's `Math.addExact` throws and
+    /// that sync pass logs the error). The seed and early designs have no epoch fencing.
+    fn sync_periodic_epoch_bump(&mut self, mirror: &str, round: u64) {
+        let Some(fencing) = self.mirror_design().epoch_fencing() else {
+            return;
+        };
+        let Some(r) = self.mirror_sync.rounds.get(mirror) else {
+            return;
+        };
+        let targets: Vec<(TopicPartition, LeaderEpoch, LeaderEpoch, LeaderEpoch)> = r
+            .source_epochs
+            .iter()
+            .filter(|(tp, _)| {
+                let t = tp.topic.as_ref();
+                r.topics.contains_key(t) || r.stopped.contains(t)
+            })
+            .filter_map(|(tp, &source)| {
+                let local = self.image.partition(tp)?.leader_epoch;
+                if !fencing.needs_periodic_bump(source, local) {
+                    return None;
+                }
+                let min = fencing.min_leader_epoch(source)?;
+                Some((tp.clone(), source, local, min))
+            })
+            .collect();
+        if targets.is_empty() {
+            return;
+        }
+        for (tp, source_epoch, local_epoch, min_leader_epoch) in &targets {
+            self.emit(Event::MirrorSyncEpochBump {
+                tp: tp.clone(),
+                source_epoch: *source_epoch,
+                local_epoch: *local_epoch,
+                min_leader_epoch: *min_leader_epoch,
+            });
+        }
+        let req = Request::BumpLeaderEpochs {
+            partitions: targets
+                .into_iter()
+                .map(|(tp, _, _, min)| (tp, min))
+                .collect(),
+        };
+        let controller = self.controller();
+        self.sync_send(mirror, round, controller, req, SyncStep::BumpEpochs);
     }
 
     fn on_sync_source_configs(&mut self, mirror: &str, resp: Option<Response>) {
