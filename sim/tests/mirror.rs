@@ -615,6 +615,28 @@ fn finding_kafkas_transaction_coordinator_answers_from_a_record_that_never_commi
 }
 
 #[test]
+fn finding_a_zombie_transaction_coordinator_answers_from_records_an_unclean_election_drops() {
+    // K1's second route, fresh single-cluster chaos seed 974855 (shrunk to 5 faults, 2
+    // brokers, so `__transaction_state` has RF 2 and min ISR 1). src-2 led
+    // `__transaction_state-1` in epoch 1 with ISR [2]; isolated, it was superseded by an
+    // unclean election of src-1 (epoch 2) that lacked nothing committed. Back on the network
+    // before its metadata caught up, src-2 is a zombie coordinator: it appends txn-3's
+    // AddPartitionsToTxn(t1-0) at 7 in epoch 1, commits it alone (ISR [2]) and answers NONE.
+    // The producer writes 11..20 to t1-0's real leader src-1 (acknowledged), and its EndTxn
+    // goes to the zombie, whose COMMIT marker lands on its own zombie copy of t1-0. src-2 then
+    // follows epoch 2 and truncates both; src-1, the real coordinator, never knew that
+    // transaction, so no marker comes and t1-0's LSO stays at 11. Nothing acknowledged is lost
+    // and the ghost declares nothing (a zombie's local commits are never in the committed
+    // history). The kind is K1's: the coordinator no longer has the transaction open, after
+    // its `__transaction_state` replica dropped records written since the ack.
+    let out = replay_capsule(include_str!(
+        "capsules/single-974855-zombie-coordinator-answers-from-records-an-unclean-election-drops.json"
+    ));
+    assert_eq!(hang_of(&out).node, "src-1");
+    assert_eq!(out.kind(), "violation:lso_reaches_hw:coordinator_lost_txn");
+}
+
+#[test]
 fn finding_a_failback_leader_keeps_its_own_records_in_an_epoch_the_primary_also_led() {
     // F1, fresh mirror chaos seed 930213 (shrunk). The new primary stopped t0-3 with a bump
     // to its own epoch 1 (reset at 33, then its own writes in epoch 1); the old source had
@@ -728,5 +750,20 @@ fn a_stop_whose_marker_write_finds_no_coordinator_writes_it_once_there_is_one() 
         include_str!("capsules/mirror-300432-stop-marker-write-without-a-coordinator.json"),
         Some("dst-2  t0-0         STOPPING→STOPPED se=4 le=1"),
         "the stop writes its marker once the coordinator is back, and reaches STOPPED",
+    );
+}
+
+#[test]
+fn a_zombie_hw_recovered_after_a_restart_is_still_excused_by_the_unclean_election() {
+    // Fresh single-cluster seed 971804 (shrunk): src-1 leads `__transaction_state-1` in epoch 0
+    // with ISR [1]; isolated, it is superseded by an unclean election of src-2 (epoch 1). Back
+    // on the network as a zombie it commits 13 alone (HW 14), crashes with nothing lost and
+    // restarts with HW 14, then follows epoch 3 and truncates to 13 (DivergingEpoch), as Kafka
+    // does. The restart made the checker forget the epoch that HW was learned in, so the
+    // crossed unclean epoch no longer excused the truncation (no_truncation_below_hw).
+    passes_with(
+        include_str!("capsules/single-971804-zombie-hw-kept-across-a-restart.json"),
+        Some("__transaction_state-1 ! truncate leo 14→13 hw=14 cause=DivergingEpoch"),
+        "the case needs the truncation below the recovered zombie HW",
     );
 }

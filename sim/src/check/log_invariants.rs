@@ -376,7 +376,14 @@ impl Checker {
                     .insert((node, tp.clone()), *log_end_offset);
                 self.verified.remove(&(node, tp.clone()));
                 self.last_epoch.remove(&(node, tp.clone()));
-                self.hw_epoch.remove(&(node, tp.clone()));
+                // The recovered HW is the checkpoint, a promise learned no later than the last
+                // HW this replica learned in memory, so the epoch of that HW still bounds it and
+                // is kept: an unclean election crossed since then still allows a truncation
+                // below the recovered HW (fresh single-cluster seed 971804: src-1, a zombie
+                // leader of epoch 0 with ISR [1], committed 13 alone after the controller had
+                // elected src-2 uncleanly in epoch 1; it restarted with nothing lost and HW 14,
+                // then truncated to 13 as a follower of epoch 3). Forgetting the epoch made
+                // every such truncation after a restart a violation.
                 self.leader_hw.retain(|(n, t), _| !(*n == node && t == tp));
                 self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
@@ -1300,6 +1307,29 @@ mod tests {
             &[],
             None,
             Some(E(1)),
+            false
+        ));
+    }
+
+    #[test]
+    fn a_restart_that_lost_nothing_keeps_the_epoch_its_hw_was_learned_in() {
+        // Fresh single-cluster seed 971804: src-1 learned HW 14 as a zombie leader of epoch 0
+        // (ISR [1]) after the controller had elected src-2 uncleanly in epoch 1; it restarted
+        // with nothing lost and truncated to 13 following epoch 3. The restart keeps the HW's
+        // epoch (0), so the unclean epoch crossed since allows the truncation.
+        assert!(truncation_below_hw_declared(
+            0,
+            &[E(1)],
+            Some(E(0)),
+            Some(E(3)),
+            false
+        ));
+        // The same restart and truncation with every election since the HW clean: a violation.
+        assert!(!truncation_below_hw_declared(
+            0,
+            &[],
+            Some(E(0)),
+            Some(E(3)),
             false
         ));
     }

@@ -12,7 +12,47 @@ use crate::types::{TopicId, TopicPartition};
 
 use super::manager::MirrorStep;
 
+/// Mirror config: the first FAILED retry's backoff (B §5.1
+/// `mirror.failed.retry.initial.backoff.ms`, default 100).
+pub const FAILED_RETRY_INITIAL_BACKOFF_CONFIG: &str = "mirror.failed.retry.initial.backoff.ms";
+/// Mirror config: the cap of the doubling backoff (B §5.1 `mirror.failed.retry.max.backoff.ms`,
+/// default 300000).
+pub const FAILED_RETRY_MAX_BACKOFF_CONFIG: &str = "mirror.failed.retry.max.backoff.ms";
+/// Mirror config: attempts before a FAILED partition waits for RecoverMirrorTopics (B §5.1
+/// `mirror.failed.retry.max.attempts`, default 20; 0 disables automatic retries).
+pub const FAILED_RETRY_MAX_ATTEMPTS_CONFIG: &str = "mirror.failed.retry.max.attempts";
+
 impl Broker {
+    /// The design's FAILED retry policy with the mirror's `mirror.failed.retry.*` configs
+    /// applied (a design without retries ignores them). A value that does not parse, or a
+    /// negative one, keeps the default, as the refresh interval does.
+    fn failed_retry_of(&self, mirror: &str) -> FailedRetry {
+        let FailedRetry::Exponential {
+            initial_backoff_ms,
+            max_backoff_ms,
+            max_attempts,
+        } = self.mirror_design().failed_retry()
+        else {
+            return FailedRetry::Never;
+        };
+        let ms = |key: &str, default: i64| {
+            self.mirror_config(mirror, key)
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .filter(|v| *v >= 0)
+                .unwrap_or(default)
+        };
+        let attempts = self
+            .mirror_config(mirror, FAILED_RETRY_MAX_ATTEMPTS_CONFIG)
+            .and_then(|v| v.trim().parse::<i16>().ok())
+            .filter(|v| *v >= 0)
+            .unwrap_or(max_attempts);
+        FailedRetry::Exponential {
+            initial_backoff_ms: ms(FAILED_RETRY_INITIAL_BACKOFF_CONFIG, initial_backoff_ms),
+            max_backoff_ms: ms(FAILED_RETRY_MAX_BACKOFF_CONFIG, max_backoff_ms),
+            max_attempts: attempts,
+        }
+    }
+
     // ------------------------------------------------------------------ FAILED retries
 
     /// FAILED entry action (B §7.3 `schedulePartitionRetry`): with the design's retries, a
@@ -23,7 +63,10 @@ impl Broker {
     /// previous state cannot be entered from FAILED (B §7.6-2: the retry is skipped and the
     /// partition stays FAILED).
     pub(in crate::broker) fn failed_schedule_retry(&mut self, tp: &TopicPartition) {
-        let retry = self.mirror_design().failed_retry();
+        let Some(mirror) = self.mirror_runs.get(tp).map(|r| r.mirror.clone()) else {
+            return;
+        };
+        let retry = self.failed_retry_of(&mirror);
         let Some(r) = self.mirror_runs.get_mut(tp) else {
             return;
         };
@@ -97,10 +140,10 @@ impl Broker {
     /// Persists FAILED for a condition the design may retry: the attempt counter is the
     /// prototype's `nextAttempt` (B §7.4); without retries it is non-retryable.
     pub(in crate::broker) fn mirror_fail_retryable(&mut self, tp: &TopicPartition, reason: &str) {
-        let retry = self.mirror_design().failed_retry();
         let Some(r) = self.mirror_runs.get(tp) else {
             return;
         };
+        let retry = self.failed_retry_of(&r.mirror);
         let current = r.status.as_ref().map_or(0, |s| s.retry_attempt);
         self.mirror_fail_with(tp, reason, retry.next_attempt(current, false));
     }
