@@ -279,6 +279,21 @@ pub fn topic_config(w: &KafkaWorld, c: ClusterIdx, topic: &str, key: &str) -> Op
         .map(str::to_string)
 }
 
+/// A mirror config at the controller (`None`: unset, or no such mirror).
+#[must_use]
+pub fn mirror_config(w: &KafkaWorld, c: ClusterIdx, mirror: &str, key: &str) -> Option<String> {
+    let arc = w.world.node_state(NodeId::controller(c));
+    let g = lock(&arc);
+    g.as_controller()?
+        .image()
+        .configs
+        .get(&mirror_core::protocol::metadata::ConfigResource::Mirror(
+            mirror.to_string(),
+        ))?
+        .get(key)
+        .cloned()
+}
+
 /// An ACL in the scenario syntax (`TOPIC:LITERAL:orders User:alice READ ALLOW`).
 #[must_use]
 pub fn acl_text(b: &mirror_core::protocol::acl::AclBinding) -> String {
