@@ -193,7 +193,8 @@ pub enum StepKind {
         expect: Option<String>,
     },
     /// A read from the leader; checks the error and, when given, HW / LSO / log start and
-    /// the number of records returned.
+    /// the number of records returned. A topic the cluster does not have answers
+    /// UNKNOWN_TOPIC_OR_PARTITION (e.g. a topic a mirror never created).
     Consume {
         cluster: String,
         topic: String,

@@ -733,6 +733,12 @@ impl Ctx<'_> {
             } => {
                 let c = self.cluster(cluster);
                 let tp = TopicPartition::new(topic.as_str(), *partition);
+                if !inspect::topic_exists(&w, c, topic) {
+                    // A consumer's metadata lookup of a topic the cluster does not have.
+                    let e = ErrorCode::UnknownTopicOrPartition;
+                    check_error(e, expect.as_ref())?;
+                    return Ok(format!("{cluster}/{tp}: {e}"));
+                }
                 let leader = w
                     .leader(c, &tp)
                     .ok_or_else(|| format!("{tp} has no leader"))?;
