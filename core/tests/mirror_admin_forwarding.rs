@@ -72,6 +72,8 @@ fn brokers_forward_mirror_admin_requests_to_the_controller() {
         Request::StartMirrorTopics {
             mirror_name: "m1".into(),
             topics,
+            include_patterns: Vec::new(),
+            exclude_patterns: Vec::new(),
             state_validation_offset: None,
         },
     );
@@ -98,6 +100,7 @@ fn brokers_forward_mirror_admin_requests_to_the_controller() {
     let stop = Request::StopMirrorTopics {
         mirror_name: "m1".into(),
         topics: names(),
+        patterns: Vec::new(),
         state_validation_offset: None,
     };
     assert_eq!(top_error(&call(&mut net, stop)), ErrorCode::None);

@@ -584,6 +584,8 @@ fn destination_leader_change_during_preparing_is_redriven_to_mirroring() {
                 topic_id: topics[0].topic_id,
                 num_partitions: 1,
             }],
+            include_patterns: Vec::new(),
+            exclude_patterns: Vec::new(),
             state_validation_offset: None,
         };
         assert!(matches!(
@@ -1166,6 +1168,7 @@ fn delete_mirror_is_refused_while_desired_removed_but_a_partition_is_still_stopp
         let stop = Request::StopMirrorTopics {
             mirror_name: "m1".into(),
             topics: vec![TOPIC.into()],
+            patterns: Vec::new(),
             state_validation_offset: None,
         };
         assert!(matches!(

@@ -85,9 +85,16 @@ impl Broker {
             Request::StopMirrorTopics {
                 mirror_name,
                 topics,
+                patterns,
                 state_validation_offset,
             } if self.mirror_design().stop_validates_partition_states() => self
-                .handle_stop_mirror_topics(from, id, mirror_name, topics, state_validation_offset),
+                .handle_stop_mirror_topics(
+                    from,
+                    id,
+                    mirror_name,
+                    (topics, patterns),
+                    state_validation_offset,
+                ),
             req @ (Request::CreateTopics { .. }
             | Request::DeleteTopics { .. }
             | Request::CreatePartitions { .. }

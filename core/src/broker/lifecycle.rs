@@ -196,11 +196,40 @@ impl Broker {
                 let mut changed = std::collections::BTreeMap::new();
                 let mut changed_topics = std::collections::BTreeSet::new();
                 let mut changed_mirrors = std::collections::BTreeSet::new();
+                // KIP-1279: the keys changed per mirror that existed before the record (a
+                // creation or deletion is not an alteration).
+                let mut altered_mirrors: std::collections::BTreeMap<
+                    String,
+                    std::collections::BTreeSet<String>,
+                > = std::collections::BTreeMap::new();
+                let mirrors_before: std::collections::BTreeSet<String> = self
+                    .image
+                    .configs
+                    .iter()
+                    .filter_map(|(r, c)| match r {
+                        crate::protocol::metadata::ConfigResource::Mirror(m) if !c.is_empty() => {
+                            Some(m.clone())
+                        }
+                        _ => None,
+                    })
+                    .collect();
                 let mut removed = Vec::new();
                 let coordinators_before = self.mirror_state_leader_epochs();
                 for (offset, record) in records {
                     if offset != self.image.offset + 1 {
                         continue; // duplicate or gap: refetch from our offset
+                    }
+                    if let crate::protocol::metadata::MetadataRecord::Config {
+                        resource: crate::protocol::metadata::ConfigResource::Mirror(m),
+                        name,
+                        ..
+                    } = &record
+                        && mirrors_before.contains(m)
+                    {
+                        altered_mirrors
+                            .entry(m.clone())
+                            .or_default()
+                            .insert(name.clone());
                     }
                     match self.image.apply(offset, &record) {
                         MetadataDelta::Partition { tp, topic_id, .. } => {
@@ -252,6 +281,9 @@ impl Broker {
                 }
                 for m in changed_mirrors {
                     self.on_mirror_config_changed(&m);
+                }
+                for (m, keys) in &altered_mirrors {
+                    self.mirror_configs_altered(m, keys);
                 }
                 // KIP-1279: (dis)arm the metadata sync of the mirrors this broker coordinates.
                 self.mirror_sync_on_metadata();

@@ -451,6 +451,38 @@ pub enum Event {
         /// The controller's answer.
         error: crate::protocol::ErrorCode,
     },
+    /// KIP-1279: a mirror config outside the filter keys changed, so this broker dropped
+    /// its connection state for the mirror (source leaders, fetchers, the metadata refresh
+    /// in flight) and re-entered MIRRORING for the partitions that were in it (B ConfigRecord
+    /// row; prototype `maybeRecreateConnection`).
+    MirrorReconnected {
+        /// Mirror.
+        mirror: String,
+        /// The changed keys, sorted.
+        keys: Vec<String>,
+        /// The MIRRORING partitions re-entered, sorted.
+        partitions: Vec<TopicPartition>,
+    },
+    /// KIP-1279 pattern discovery (B §8.11): the mirror coordinator asked the controller to
+    /// start source topics that match `topics.include` and not `topics.exclude`.
+    MirrorTopicsDiscovered {
+        /// Mirror.
+        mirror: String,
+        /// The topics, with the controller's per-topic answer.
+        topics: Vec<(String, crate::protocol::ErrorCode)>,
+        /// The controller's answer.
+        error: crate::protocol::ErrorCode,
+    },
+    /// KIP-1279 `enforceExcludePatterns` (B §8.11): the mirror coordinator asked the
+    /// controller to stop mirror topics that `topics.exclude` now matches.
+    MirrorTopicsExcluded {
+        /// Mirror.
+        mirror: String,
+        /// The topics, with the controller's per-topic answer.
+        topics: Vec<(String, crate::protocol::ErrorCode)>,
+        /// The controller's answer.
+        error: crate::protocol::ErrorCode,
+    },
     /// Controller: a broker was fenced or unfenced.
     BrokerFencing {
         /// Broker.

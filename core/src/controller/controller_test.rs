@@ -1144,6 +1144,30 @@ fn incremental_alter_configs_writes_changed_keys_and_validates_topics() {
     assert!(
         matches!(r, Response::TopicErrors { ref results } if results[0].1 == ErrorCode::InvalidConfig)
     );
+    // A mirror's configs: only an existing mirror's (KIP-1279, see `mirror_patterns`).
+    let (r, outs) = h.call(
+        at(1),
+        alter(
+            ConfigResource::Mirror("m1".into()),
+            vec![("source.bootstrap".into(), Some("c0".into()))],
+        ),
+    );
+    assert!(
+        matches!(r, Response::TopicErrors { ref results } if results[0].1 == ErrorCode::UnknownClusterMirror)
+    );
+    assert!(persisted(&outs).is_empty());
+    let create = Request::CreateMirror {
+        mirror_name: "m1".into(),
+        configs: [("source.cluster".to_string(), "src".to_string())].into(),
+    };
+    let (r, _) = h.call(at(1), create);
+    assert!(matches!(
+        r,
+        Response::MirrorAdmin {
+            error: ErrorCode::None,
+            ..
+        }
+    ));
     let (r, outs) = h.call(
         at(1),
         alter(

@@ -148,6 +148,31 @@ pub enum MirrorAdminError {
         /// The request's `state_validation_offset`.
         validated_at: i64,
     },
+    /// A Start/Stop pattern that is not a valid regular expression (B §6.1; the prototype's
+    /// `validateRe2jPatterns`).
+    #[error(transparent)]
+    InvalidPattern(crate::mirror::filters::PatternError),
+    /// An explicitly started topic matches the mirror's (merged) `topics.exclude`.
+    #[error(
+        "unable to start the topics to mirror because topic {topic:?} is excluded by exclude patterns: {exclude}"
+    )]
+    TopicExcluded {
+        /// The topic.
+        topic: String,
+        /// The merged `topics.exclude`.
+        exclude: String,
+    },
+    /// A filter config (`topics.include`, ...) that does not compile.
+    #[error("invalid value for mirror config {key}: {error}")]
+    InvalidFilterConfig {
+        /// The key.
+        key: &'static str,
+        /// Why.
+        error: crate::mirror::filters::PatternError,
+    },
+    /// The same config key twice in one IncrementalAlterConfigs.
+    #[error("config {0:?} appears more than once in the request")]
+    DuplicateConfig(String),
     /// Creating a topic (a destination topic or `__mirror_state`) failed.
     #[error(transparent)]
     Topic(#[from] TopicError),
@@ -174,6 +199,9 @@ impl From<&MirrorAdminError> for ErrorCode {
             E::TopicNotPaused(_) => ErrorCode::MirrorTopicNotPaused,
             E::ReadOnlyMirrorTopic(_) => ErrorCode::InvalidMirrorState,
             E::StaleStateValidation { .. } => ErrorCode::InvalidClusterMirrorStates,
+            E::InvalidPattern(_) => ErrorCode::InvalidRegularExpression,
+            E::TopicExcluded { .. } | E::DuplicateConfig(_) => ErrorCode::InvalidRequest,
+            E::InvalidFilterConfig { .. } => ErrorCode::InvalidConfig,
             E::Topic(t) => t.clone().into(),
         }
     }
@@ -279,7 +307,8 @@ pub fn list_mirrors(image: &MetadataImage) -> Vec<MirrorListing> {
 /// Kafka prototype: `ConfigurationControlManager` create-mirror validation.
 ///
 /// # Errors
-/// Invalid name, existing mirror, or no `source.cluster`.
+/// Invalid name, existing mirror, no `source.cluster`, or a filter list (`topics.include`,
+/// ...) that does not compile (INVALID_CONFIG).
 pub fn validate_create_mirror(
     image: &MetadataImage,
     name: &str,
@@ -297,7 +326,9 @@ pub fn validate_create_mirror(
             MIRROR_SOURCE_CLUSTER_CONFIG,
         ));
     }
-    Ok(())
+    super::mirror_patterns::validate_filter_configs(
+        configs.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))),
+    )
 }
 
 /// The `__mirror_state` topic the first mirror creates: compacted, RF `min(3, usable)`.
@@ -607,6 +638,15 @@ impl Controller {
         });
     }
 
+    /// Sets `topic`'s desired state in `mirror` (its `mirror.name`).
+    pub(super) fn set_desired(&mut self, mirror: &str, topic: &str, desired: DesiredMirrorState) {
+        let m = MirrorMembership {
+            mirror_name: mirror.to_string(),
+            desired,
+        };
+        self.set_mirror_name(topic, Some(m.config_value()));
+    }
+
     /// KIP-1279 `CreateMirror`: validate, create `__mirror_state` if it is missing, then one
     /// `ConfigRecord` per mirror config.
     pub(super) fn on_create_mirror(
@@ -689,11 +729,14 @@ impl Controller {
         admin_response(None, results)
     }
 
-    /// KIP-1279 `StartMirrorTopics`, topic by topic in request order.
+    /// KIP-1279 `StartMirrorTopics`: the patterns are merged into the mirror's filter lists
+    /// first (see `mirror_patterns`; a refusal there refuses the whole request), then topic
+    /// by topic in request order.
     pub(super) fn on_start_mirror_topics(
         &mut self,
         mirror: &str,
         topics: &[MirrorTopic],
+        (include_patterns, exclude_patterns): (&[String], &[String]),
         validated_at: Option<i64>,
     ) -> Response {
         let names: Vec<&str> = topics.iter().map(|t| t.name.as_str()).collect();
@@ -702,6 +745,20 @@ impl Controller {
             let results = names.iter().map(|n| topic_result(n, &Err(e.clone())));
             return admin_response(Some(&e), results.collect());
         }
+        let plan = match super::mirror_patterns::decide_start_patterns(
+            self.image(),
+            mirror,
+            &names,
+            include_patterns,
+            exclude_patterns,
+        ) {
+            Ok(plan) => plan,
+            Err(e) => {
+                let results = names.iter().map(|n| topic_result(n, &Err(e.clone())));
+                return admin_response(Some(&e), results.collect());
+            }
+        };
+        self.apply_pattern_plan(mirror, &plan);
         let dups = duplicates(names.iter().copied());
         let mut results = Vec::with_capacity(topics.len());
         for t in topics {
@@ -742,11 +799,13 @@ impl Controller {
     }
 
     /// KIP-1279 `StopMirrorTopics` / `PauseMirrorTopics` / `ResumeMirrorTopics`, topic by
-    /// topic in request order.
+    /// topic in request order. A Stop's `patterns` are merged into the mirror's filter lists
+    /// first, and the mirror's topics they match are stopped after the listed ones (see
+    /// `mirror_patterns`).
     pub(super) fn on_mirror_topics_op(
         &mut self,
         mirror: &str,
-        topics: &[String],
+        (topics, patterns): (&[String], &[String]),
         op: MirrorTopicsOp,
         validated_at: Option<i64>,
     ) -> Response {
@@ -755,10 +814,24 @@ impl Controller {
             let results = topics.iter().map(|n| topic_result(n, &Err(e.clone())));
             return admin_response(Some(&e), results.collect());
         }
+        let plan =
+            match super::mirror_patterns::decide_stop_patterns(self.image(), mirror, patterns) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    let results = topics.iter().map(|n| topic_result(n, &Err(e.clone())));
+                    return admin_response(Some(&e), results.collect());
+                }
+            };
+        self.apply_pattern_plan(mirror, &plan);
+        let topics: Vec<String> = topics
+            .iter()
+            .cloned()
+            .chain(plan.matched.into_iter().filter(|t| !topics.contains(t)))
+            .collect();
         let dups = duplicates(topics.iter().map(String::as_str));
         let stop_from_paused = self.config().mirror_stop_from_paused;
         let mut results = Vec::with_capacity(topics.len());
-        for t in topics {
+        for t in &topics {
             let r = if dups.contains(t.as_str()) {
                 Err(MirrorAdminError::DuplicateTopic(t.clone()))
             } else {
@@ -779,11 +852,7 @@ impl Controller {
     ) -> Result<(), MirrorAdminError> {
         self.mirror_changes().check(topic, validated_at)?;
         if let Some(desired) = decide_topic_op(self.image(), mirror, topic, op, stop_from_paused)? {
-            let m = MirrorMembership {
-                mirror_name: mirror.to_string(),
-                desired,
-            };
-            self.set_mirror_name(topic, Some(m.config_value()));
+            self.set_desired(mirror, topic, desired);
         }
         Ok(())
     }

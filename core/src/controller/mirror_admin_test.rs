@@ -18,19 +18,19 @@ use crate::types::{BrokerId, TopicId};
 const C0: ClusterIdx = ClusterIdx(0);
 const SRC_ID: TopicId = TopicId(0xfeed);
 
-struct Harness {
-    c: Controller,
+pub(in crate::controller) struct Harness {
+    pub(in crate::controller) c: Controller,
     next_id: u64,
     now_ms: i64,
 }
 
 impl Harness {
     /// A controller with `brokers` unfenced brokers `1..=brokers`.
-    fn new(brokers: i32) -> Self {
+    pub(in crate::controller) fn new(brokers: i32) -> Self {
         Self::with(ControllerConfig::new(C0), brokers)
     }
 
-    fn with(config: ControllerConfig, brokers: i32) -> Self {
+    pub(in crate::controller) fn with(config: ControllerConfig, brokers: i32) -> Self {
         let mut h = Self {
             c: Controller::new(config, Vec::new()),
             next_id: 0,
@@ -51,7 +51,7 @@ impl Harness {
     }
 
     /// Sends `req` from a client; returns the response and the persisted records.
-    fn call(&mut self, req: Request) -> (Response, Vec<MetadataRecord>) {
+    pub(in crate::controller) fn call(&mut self, req: Request) -> (Response, Vec<MetadataRecord>) {
         let client = NodeId::client(C0, 0);
         let outs = self.send(client, req);
         let mut responses = outs.iter().filter_map(|o| match o {
@@ -108,40 +108,52 @@ impl Harness {
         assert!(self.c.image().is_broker_active(BrokerId(b)));
     }
 
-    fn create_mirror(&mut self, name: &str) -> (Response, Vec<MetadataRecord>) {
+    pub(in crate::controller) fn create_mirror(
+        &mut self,
+        name: &str,
+    ) -> (Response, Vec<MetadataRecord>) {
         self.call(Request::CreateMirror {
             mirror_name: name.to_string(),
             configs: configs(&[("source.cluster", "src")]),
         })
     }
 
-    fn start(&mut self, mirror: &str, topics: &[(&str, TopicId, i32)]) -> Response {
+    pub(in crate::controller) fn start(
+        &mut self,
+        mirror: &str,
+        topics: &[(&str, TopicId, i32)],
+    ) -> Response {
         self.call(start_req(mirror, topics)).0
     }
 
-    fn op(&mut self, op: MirrorTopicsOp, mirror: &str, topics: &[&str]) -> Response {
+    pub(in crate::controller) fn op(
+        &mut self,
+        op: MirrorTopicsOp,
+        mirror: &str,
+        topics: &[&str],
+    ) -> Response {
         self.call(op_req(op, mirror, topics, None)).0
     }
 
-    fn mirror_name(&self, topic: &str) -> Option<String> {
+    pub(in crate::controller) fn mirror_name(&self, topic: &str) -> Option<String> {
         self.c
             .image()
             .topic_config(topic, "mirror.name")
             .map(str::to_string)
     }
 
-    fn end_offset(&self) -> i64 {
+    pub(in crate::controller) fn end_offset(&self) -> i64 {
         i64::try_from(self.c.metadata_log().len()).expect("len")
     }
 }
 
-fn configs(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
+pub(in crate::controller) fn configs(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
     kv.iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
 
-fn start_req(mirror: &str, topics: &[(&str, TopicId, i32)]) -> Request {
+pub(in crate::controller) fn start_req(mirror: &str, topics: &[(&str, TopicId, i32)]) -> Request {
     Request::StartMirrorTopics {
         mirror_name: mirror.to_string(),
         topics: topics
@@ -152,17 +164,25 @@ fn start_req(mirror: &str, topics: &[(&str, TopicId, i32)]) -> Request {
                 num_partitions: *p,
             })
             .collect(),
+        include_patterns: Vec::new(),
+        exclude_patterns: Vec::new(),
         state_validation_offset: None,
     }
 }
 
-fn op_req(op: MirrorTopicsOp, mirror: &str, topics: &[&str], svo: Option<i64>) -> Request {
+pub(in crate::controller) fn op_req(
+    op: MirrorTopicsOp,
+    mirror: &str,
+    topics: &[&str],
+    svo: Option<i64>,
+) -> Request {
     let mirror_name = mirror.to_string();
     let topics = topics.iter().map(|t| t.to_string()).collect();
     match op {
         MirrorTopicsOp::Stop => Request::StopMirrorTopics {
             mirror_name,
             topics,
+            patterns: Vec::new(),
             state_validation_offset: svo,
         },
         MirrorTopicsOp::Pause => Request::PauseMirrorTopics {
@@ -177,7 +197,7 @@ fn op_req(op: MirrorTopicsOp, mirror: &str, topics: &[&str], svo: Option<i64>) -
 }
 
 /// `(top-level error, per-topic (name, error))` of a `MirrorAdmin` response.
-fn errors(r: &Response) -> (ErrorCode, Vec<(String, ErrorCode)>) {
+pub(in crate::controller) fn errors(r: &Response) -> (ErrorCode, Vec<(String, ErrorCode)>) {
     let Response::MirrorAdmin { error, topics, .. } = r else {
         panic!("not a MirrorAdmin response: {r:?}");
     };
@@ -188,16 +208,16 @@ fn errors(r: &Response) -> (ErrorCode, Vec<(String, ErrorCode)>) {
     (*error, per_topic)
 }
 
-fn top(r: &Response) -> ErrorCode {
+pub(in crate::controller) fn top(r: &Response) -> ErrorCode {
     errors(r).0
 }
 
-fn topic_errors(r: &Response) -> Vec<ErrorCode> {
+pub(in crate::controller) fn topic_errors(r: &Response) -> Vec<ErrorCode> {
     errors(r).1.into_iter().map(|(_, e)| e).collect()
 }
 
 /// A plain topic (no `mirror.name`) created through CreateTopics.
-fn create_plain(h: &mut Harness, name: &str) {
+pub(in crate::controller) fn create_plain(h: &mut Harness, name: &str) {
     let (r, _) = h.call(Request::CreateTopics {
         topics: vec![crate::protocol::messages::CreatableTopic {
             name: name.to_string(),

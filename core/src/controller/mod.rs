@@ -13,6 +13,8 @@
 //! - [`acls`]: `CreateAcls` / `DeleteAcls` (`AclControlManager`); the ACLs live in the image.
 //! - [`mirror_admin`]: KIP-1279 mirrors and mirror topics (seed design: `MIRROR` config
 //!   records and the `mirror.name` topic config), and the controller's read-only rules.
+//! - [`mirror_patterns`]: KIP-1279 filter lists at the controller (Start/Stop patterns merged
+//!   into `topics.include` / `topics.exclude`, exclusion, mirror config alteration).
 //!
 //! Simplifications against Kafka (each also noted where it is made):
 //! - One voter: a record is committed as soon as the driver persists it; no Raft epochs,
@@ -33,6 +35,7 @@ pub mod cluster;
 pub mod config;
 pub mod metadata_log;
 pub mod mirror_admin;
+pub mod mirror_patterns;
 pub mod producer_ids;
 pub mod quorum_controller;
 pub mod replication;
@@ -54,5 +57,7 @@ mod acls_test;
 mod controller_test;
 #[cfg(test)]
 mod mirror_admin_test;
+#[cfg(test)]
+mod mirror_patterns_test;
 #[cfg(test)]
 mod replication_test;

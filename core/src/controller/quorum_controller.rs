@@ -436,26 +436,38 @@ impl Controller {
             Request::StartMirrorTopics {
                 mirror_name,
                 topics,
+                include_patterns,
+                exclude_patterns,
                 state_validation_offset,
-            } => self.on_start_mirror_topics(&mirror_name, &topics, state_validation_offset),
+            } => self.on_start_mirror_topics(
+                &mirror_name,
+                &topics,
+                (&include_patterns, &exclude_patterns),
+                state_validation_offset,
+            ),
             Request::StopMirrorTopics {
                 mirror_name,
                 topics,
+                patterns,
                 state_validation_offset,
             } => self.on_mirror_topics_op(
                 &mirror_name,
-                &topics,
+                (&topics, &patterns),
                 MirrorTopicsOp::Stop,
                 state_validation_offset,
             ),
             Request::PauseMirrorTopics {
                 mirror_name,
                 topics,
-            } => self.on_mirror_topics_op(&mirror_name, &topics, MirrorTopicsOp::Pause, None),
+            } => {
+                self.on_mirror_topics_op(&mirror_name, (&topics, &[]), MirrorTopicsOp::Pause, None)
+            }
             Request::ResumeMirrorTopics {
                 mirror_name,
                 topics,
-            } => self.on_mirror_topics_op(&mirror_name, &topics, MirrorTopicsOp::Resume, None),
+            } => {
+                self.on_mirror_topics_op(&mirror_name, (&topics, &[]), MirrorTopicsOp::Resume, None)
+            }
             Request::ListMirrors {} => self.on_list_mirrors(),
             Request::CreateAcls { creations } => self.on_create_acls(&creations),
             Request::DeleteAcls { filters } => self.on_delete_acls(&filters),
@@ -944,7 +956,8 @@ impl Controller {
         let (name, topic_id) = match resource {
             ConfigResource::Topic(n) => (n.clone(), self.image().topic_id(n)),
             ConfigResource::Broker(b) => (b.0.to_string(), None),
-            ConfigResource::Mirror(m) => (m.clone(), None),
+            // KIP-1279: a mirror's configs have their own rules (`mirror_patterns`).
+            ConfigResource::Mirror(m) => return self.on_alter_mirror_configs(m, ops),
         };
         let error = match self.alter_configs(resource, topic_id, ops) {
             Ok(()) => ErrorCode::None,

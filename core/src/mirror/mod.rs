@@ -17,12 +17,16 @@
 //!   position) and when the replicas have converged.
 //! - [`lme_lookup`]: the failback lookup on the other cluster (LME, loop and stopped
 //!   checks) and when its answers are enough.
+//! - [`filters`]: the mirror's topic and group filter lists (`topics.include` / `exclude`,
+//!   `groups.include` / `exclude`: regexes matched as a whole), their merge with Start/Stop
+//!   patterns, discovery and exclusion, and which config keys are filters.
 //! - [`stopping`]: the STOPPING (failover) plan of each design as an ordered list of steps.
 //!
 //! Nothing here does I/O, reads a clock or draws random numbers.
 
 pub mod alignment;
 pub mod design;
+pub mod filters;
 pub mod lme_lookup;
 pub mod mirror_name;
 pub mod policy;

@@ -63,6 +63,9 @@ pub enum ErrorCode {
     InconsistentTopicId = 103,
     /// The state epoch is fenced (reused from share groups).
     FencedStateEpoch = 124,
+    /// A regular expression in the request is not valid (Kafka's `InvalidRegularExpression`;
+    /// the KIP-1279 prototype's `MirrorUtils.validateRe2jPatterns` for Start/Stop patterns).
+    InvalidRegularExpression = 128,
     /// Disk or I/O failure on the broker.
     KafkaStorageError = 56,
     /// An unexpected server error.
@@ -220,6 +223,7 @@ impl ErrorCode {
             InvalidMirrorPartitionState => "INVALID_MIRROR_PARTITION_STATE",
             MirrorConfigNotAvailable => "MIRROR_CONFIG_NOT_AVAILABLE",
             SourceMetadataNotAvailable => "SOURCE_METADATA_NOT_AVAILABLE",
+            InvalidRegularExpression => "INVALID_REGULAR_EXPRESSION",
         }
     }
 }

@@ -129,6 +129,11 @@ pub enum Request {
         mirror_name: String,
         /// Topics, with the source's id and partition count (filled in by the broker).
         topics: Vec<MirrorTopic>,
+        /// B §6.1 `IncludePatterns`: regexes merged into the mirror's `topics.include` (the
+        /// coordinator's pattern discovery then starts the source topics they match).
+        include_patterns: Vec<String>,
+        /// B §6.1 `ExcludePatterns`: regexes merged into the mirror's `topics.exclude`.
+        exclude_patterns: Vec<String>,
         /// KIP-1279 §6.6 optimistic lock, as in `DeleteMirror`.
         state_validation_offset: Option<i64>,
     },
@@ -138,6 +143,10 @@ pub enum Request {
         mirror_name: String,
         /// Topic names.
         topics: Vec<String>,
+        /// B §6.1 `Patterns`: each is removed from `topics.include` when it is an entry
+        /// there, else added to `topics.exclude`; the mirror's topics it matches are stopped
+        /// too, and are not discovered again.
+        patterns: Vec<String>,
         /// KIP-1279 §6.6 optimistic lock, as in `DeleteMirror`.
         state_validation_offset: Option<i64>,
     },

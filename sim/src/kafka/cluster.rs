@@ -698,6 +698,21 @@ impl KafkaWorld {
         source: ClusterIdx,
         topics: &[&str],
     ) -> ErrorCode {
+        self.start_mirror_topics_with(destination, name, source, topics, (&[], &[]))
+            .await
+    }
+
+    /// KIP-1279: [`Self::start_mirror_topics`] with the request's `IncludePatterns` and
+    /// `ExcludePatterns` (merged into the mirror's `topics.include` / `topics.exclude` by
+    /// the controller; the coordinator's discovery starts what they match).
+    pub async fn start_mirror_topics_with(
+        &self,
+        destination: ClusterIdx,
+        name: &str,
+        source: ClusterIdx,
+        topics: &[&str],
+        (include, exclude): (&[String], &[String]),
+    ) -> ErrorCode {
         let req = Request::Metadata {
             topics: Some(topics.iter().map(|t| (*t).to_string()).collect()),
         };
@@ -728,6 +743,8 @@ impl KafkaWorld {
         let req = Request::StartMirrorTopics {
             mirror_name: name.into(),
             topics,
+            include_patterns: include.to_vec(),
+            exclude_patterns: exclude.to_vec(),
             state_validation_offset: None,
         };
         // Per-topic errors count too: a start that starts nothing is not a success.
@@ -748,9 +765,23 @@ impl KafkaWorld {
         name: &str,
         topics: &[&str],
     ) -> ErrorCode {
+        self.stop_mirror_topics_with(destination, name, topics, &[])
+            .await
+    }
+
+    /// KIP-1279: [`Self::stop_mirror_topics`] with the request's `Patterns` (removed from
+    /// `topics.include` or added to `topics.exclude`; the mirror's topics they match stop).
+    pub async fn stop_mirror_topics_with(
+        &self,
+        destination: ClusterIdx,
+        name: &str,
+        topics: &[&str],
+        patterns: &[String],
+    ) -> ErrorCode {
         let req = Request::StopMirrorTopics {
             mirror_name: name.into(),
             topics: topics.iter().map(|t| (*t).to_string()).collect(),
+            patterns: patterns.to_vec(),
             state_validation_offset: None,
         };
         mirror_error(self.admin(destination, req).await)

@@ -193,7 +193,8 @@ pub enum StepKind {
         expect: Option<String>,
     },
     /// A read from the leader; checks the error and, when given, HW / LSO / log start and
-    /// the number of records returned.
+    /// the number of records returned. A topic the cluster does not have answers
+    /// UNKNOWN_TOPIC_OR_PARTITION (e.g. a topic a mirror never created).
     Consume {
         cluster: String,
         topic: String,
@@ -238,19 +239,34 @@ pub enum StepKind {
         expect: Option<String>,
     },
     /// StartMirrorTopics (topic ids and partition counts are read from the source).
+    /// `include_patterns` / `exclude_patterns` (the request's `IncludePatterns` /
+    /// `ExcludePatterns`, regexes matched against whole names) are merged into the mirror's
+    /// `topics.include` / `topics.exclude`; the coordinator's next sync discovers and starts
+    /// the source topics they match. An explicit topic the merged exclude list matches fails
+    /// the whole request (INVALID_REQUEST); an invalid regex is INVALID_REGULAR_EXPRESSION.
     StartMirror {
         cluster: String,
         mirror: String,
         source: String,
+        #[serde(default)]
         topics: Vec<String>,
+        #[serde(default)]
+        include_patterns: Vec<String>,
+        #[serde(default)]
+        exclude_patterns: Vec<String>,
         #[serde(default)]
         expect: Option<String>,
     },
-    /// StopMirrorTopics (failover).
+    /// StopMirrorTopics (failover). `patterns` (the request's `Patterns`): each is removed
+    /// from `topics.include` when it is an entry there, else added to `topics.exclude`, and
+    /// the mirror's topics it matches are stopped too (never discovered again).
     StopMirror {
         cluster: String,
         mirror: String,
+        #[serde(default)]
         topics: Vec<String>,
+        #[serde(default)]
+        patterns: Vec<String>,
         #[serde(default)]
         expect: Option<String>,
     },
@@ -582,6 +598,37 @@ pub enum StepKind {
     WaitAcls {
         cluster: String,
         acls: Vec<String>,
+        #[serde(default = "default_timeout")]
+        timeout_ms: u64,
+    },
+    /// IncrementalAlterConfigs on mirror `mirror` (resource `CLUSTER_MIRROR`): SET `key` to
+    /// `value`, or DELETE it when `value` is absent. Filter keys (`topics.include`,
+    /// `topics.exclude`, `groups.include`, `groups.exclude`, `acls.include`) take effect at
+    /// the coordinator's next sync; any other key makes the brokers reconnect to the source.
+    AlterMirrorConfig {
+        cluster: String,
+        mirror: String,
+        key: String,
+        #[serde(default)]
+        value: Option<String>,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// A mirror config at the controller now (`value` absent: the key is unset).
+    ExpectMirrorConfig {
+        cluster: String,
+        mirror: String,
+        key: String,
+        #[serde(default)]
+        value: Option<String>,
+    },
+    /// Waits until a mirror config at the controller is `value` (absent: unset).
+    WaitMirrorConfig {
+        cluster: String,
+        mirror: String,
+        key: String,
+        #[serde(default)]
+        value: Option<String>,
         #[serde(default = "default_timeout")]
         timeout_ms: u64,
     },
@@ -1258,6 +1305,11 @@ impl Scenario {
                 expect: e,
                 ..
             }
+            | K::AlterMirrorConfig {
+                cluster: c,
+                expect: e,
+                ..
+            }
             | K::DeleteRecords {
                 cluster: c,
                 expect: e,
@@ -1433,7 +1485,9 @@ impl Scenario {
             | K::ExpectCommittedOffset { cluster: c, .. }
             | K::WaitCommittedOffset { cluster: c, .. }
             | K::ExpectTopicConfig { cluster: c, .. }
-            | K::WaitTopicConfig { cluster: c, .. } => cluster("cluster", c).map(|_| ()),
+            | K::WaitTopicConfig { cluster: c, .. }
+            | K::ExpectMirrorConfig { cluster: c, .. }
+            | K::WaitMirrorConfig { cluster: c, .. } => cluster("cluster", c).map(|_| ()),
             K::CreateAcl {
                 cluster: c,
                 acl,

@@ -304,3 +304,45 @@ fn a_produce_names_the_broker_it_goes_to() {
         "{e}"
     );
 }
+
+#[test]
+fn mirror_pattern_and_mirror_config_fields_are_typed_and_named_in_errors() {
+    // Patterns are lists of strings; a bare string is a type error at its own line.
+    let e = parse(
+        "\n[[step]]\ndo = \"start_mirror\"\ncluster = \"dst\"\nmirror = \"m1\"\nsource = \"src\"\ninclude_patterns = \"orders-.*\"\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:17: field `step[1].include_patterns`: invalid type: string"),
+        "{e}"
+    );
+    let e = parse(
+        "\n[[step]]\ndo = \"stop_mirror\"\ncluster = \"dst\"\nmirror = \"m1\"\npatterns = [\"a\", 3]\n",
+    )
+    .unwrap_err();
+    assert!(e.starts_with("t.toml:16: field `step[1].patterns"), "{e}");
+    // A misspelt field gets the closest valid one; an unknown cluster is refused by name.
+    let e = parse(
+        "\n[[step]]\ndo = \"alter_mirror_config\"\ncluster = \"dst\"\nmirror = \"m1\"\nkey = \"topics.include\"\nvalues = \"x\"\n",
+    )
+    .unwrap_err();
+    assert!(e.starts_with("t.toml:17: field `step[1].values`"), "{e}");
+    assert!(e.contains("did you mean `value`?"), "{e}");
+    let e = parse(
+        "\n[[step]]\ndo = \"wait_mirror_config\"\ncluster = \"dest\"\nmirror = \"m1\"\nkey = \"k\"\n",
+    )
+    .unwrap_err();
+    assert!(e.starts_with("t.toml:14: field `step[1].cluster`"), "{e}");
+    assert!(e.ends_with("did you mean `dst`?"), "{e}");
+    let e = parse(
+        "\n[[step]]\ndo = \"alter_mirror_config\"\ncluster = \"dst\"\nmirror = \"m1\"\nkey = \"k\"\nexpect = \"invalid config\"\n",
+    )
+    .unwrap_err();
+    assert!(e.starts_with("t.toml:17: field `step[1].expect`"), "{e}");
+    // An invalid regex is not refused here: the cluster answers it (INVALID_REGULAR_EXPRESSION).
+    let sc = parse(
+        "\n[[step]]\ndo = \"start_mirror\"\ncluster = \"dst\"\nmirror = \"m1\"\nsource = \"src\"\nexclude_patterns = [\"(\"]\nexpect = \"INVALID_REGULAR_EXPRESSION\"\n",
+    )
+    .unwrap();
+    assert_eq!(sc.steps.len(), 1);
+}

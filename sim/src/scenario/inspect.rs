@@ -279,6 +279,30 @@ pub fn topic_config(w: &KafkaWorld, c: ClusterIdx, topic: &str, key: &str) -> Op
         .map(str::to_string)
 }
 
+/// True when the cluster's controller knows topic `topic`.
+#[must_use]
+pub fn topic_exists(w: &KafkaWorld, c: ClusterIdx, topic: &str) -> bool {
+    let arc = w.world.node_state(NodeId::controller(c));
+    let g = lock(&arc);
+    g.as_controller()
+        .is_some_and(|ctl| ctl.image().topic_id(topic).is_some())
+}
+
+/// A mirror config at the controller (`None`: unset, or no such mirror).
+#[must_use]
+pub fn mirror_config(w: &KafkaWorld, c: ClusterIdx, mirror: &str, key: &str) -> Option<String> {
+    let arc = w.world.node_state(NodeId::controller(c));
+    let g = lock(&arc);
+    g.as_controller()?
+        .image()
+        .configs
+        .get(&mirror_core::protocol::metadata::ConfigResource::Mirror(
+            mirror.to_string(),
+        ))?
+        .get(key)
+        .cloned()
+}
+
 /// An ACL in the scenario syntax (`TOPIC:LITERAL:orders User:alice READ ALLOW`).
 #[must_use]
 pub fn acl_text(b: &mirror_core::protocol::acl::AclBinding) -> String {

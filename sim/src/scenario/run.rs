@@ -345,6 +345,9 @@ async fn execute(
     (records, violation, diagnostics, report)
 }
 
+#[path = "run_mirror_config.rs"]
+mod mirror_config;
+
 fn kind_name(k: &StepKind) -> &'static str {
     use StepKind as K;
     match k {
@@ -393,6 +396,9 @@ fn kind_name(k: &StepKind) -> &'static str {
         K::WaitCommittedOffset { .. } => "wait_committed_offset",
         K::ExpectTopicConfig { .. } => "expect_topic_config",
         K::WaitTopicConfig { .. } => "wait_topic_config",
+        K::AlterMirrorConfig { .. } => "alter_mirror_config",
+        K::ExpectMirrorConfig { .. } => "expect_mirror_config",
+        K::WaitMirrorConfig { .. } => "wait_mirror_config",
         K::CreateAcl { .. } => "create_acl",
         K::DeleteAcl { .. } => "delete_acl",
         K::ExpectAcls { .. } => "expect_acls",
@@ -727,6 +733,12 @@ impl Ctx<'_> {
             } => {
                 let c = self.cluster(cluster);
                 let tp = TopicPartition::new(topic.as_str(), *partition);
+                if !inspect::topic_exists(&w, c, topic) {
+                    // A consumer's metadata lookup of a topic the cluster does not have.
+                    let e = ErrorCode::UnknownTopicOrPartition;
+                    check_error(e, expect.as_ref())?;
+                    return Ok(format!("{cluster}/{tp}: {e}"));
+                }
                 let leader = w
                     .leader(c, &tp)
                     .ok_or_else(|| format!("{tp} has no leader"))?;
@@ -865,11 +877,15 @@ impl Ctx<'_> {
                 mirror,
                 source,
                 topics,
+                include_patterns,
+                exclude_patterns,
                 expect,
             } => {
                 let refs = str_refs(topics);
+                let (c, s) = (self.cluster(cluster), self.cluster(source));
+                let patterns = (&include_patterns[..], &exclude_patterns[..]);
                 let e = w
-                    .start_mirror_topics(self.cluster(cluster), mirror, self.cluster(source), &refs)
+                    .start_mirror_topics_with(c, mirror, s, &refs, patterns)
                     .await;
                 check_error(e, expect.as_ref())?;
                 Ok(format!("{mirror} {topics:?}: {e}"))
@@ -879,6 +895,7 @@ impl Ctx<'_> {
                 mirror,
                 topics,
                 expect,
+                ..
             }
             | K::PauseMirror {
                 cluster,
@@ -900,7 +917,9 @@ impl Ctx<'_> {
             } => {
                 let (c, refs) = (self.cluster(cluster), str_refs(topics));
                 let e = match &step.kind {
-                    K::StopMirror { .. } => w.stop_mirror_topics(c, mirror, &refs).await,
+                    K::StopMirror { patterns, .. } => {
+                        w.stop_mirror_topics_with(c, mirror, &refs, patterns).await
+                    }
                     K::RecoverMirror { .. } => w.recover_mirror_topics(c, mirror, &refs).await,
                     k => {
                         let pause = matches!(k, K::PauseMirror { .. });
@@ -1502,6 +1521,9 @@ impl Ctx<'_> {
                 .await
                 .map_err(|e| format!("{e} (now {:?})", inspect::topic_config(&w, c, topic, key)))
             }
+            K::AlterMirrorConfig { .. }
+            | K::ExpectMirrorConfig { .. }
+            | K::WaitMirrorConfig { .. } => self.mirror_config_step(&step.kind).await,
             K::CreateAcl {
                 cluster,
                 acl,

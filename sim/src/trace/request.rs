@@ -121,6 +121,8 @@ pub(super) fn write(out: &mut String, r: &Request) {
         R::StartMirrorTopics {
             mirror_name,
             topics,
+            include_patterns,
+            exclude_patterns,
             state_validation_offset,
         } => {
             w!(out, " {mirror_name}");
@@ -133,14 +135,24 @@ pub(super) fn write(out: &mut String, r: &Request) {
                     t.num_partitions
                 );
             }
+            if !include_patterns.is_empty() {
+                w!(out, " include={}", List(include_patterns));
+            }
+            if !exclude_patterns.is_empty() {
+                w!(out, " exclude={}", List(exclude_patterns));
+            }
             validation(out, *state_validation_offset);
         }
         R::StopMirrorTopics {
             mirror_name,
             topics,
+            patterns,
             state_validation_offset,
         } => {
             w!(out, " {mirror_name} {}", List(topics));
+            if !patterns.is_empty() {
+                w!(out, " patterns={}", List(patterns));
+            }
             validation(out, *state_validation_offset);
         }
         R::PauseMirrorTopics {

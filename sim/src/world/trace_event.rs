@@ -720,5 +720,45 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
             topic.clone(),
             format!("mirror {mirror} sync partitions → {partitions}: {error}"),
         ),
+        Event::MirrorReconnected {
+            mirror,
+            keys,
+            partitions,
+        } => compact(
+            mirror.clone(),
+            format!(
+                "mirror {mirror} reconnect ({} changed): re-enter MIRRORING {}",
+                keys.join(","),
+                list(partitions)
+            ),
+        ),
+        Event::MirrorTopicsDiscovered {
+            mirror,
+            topics,
+            error,
+        } => compact(
+            mirror.clone(),
+            format!(
+                "mirror {mirror} discovered {}: {error}",
+                topic_errors(topics)
+            ),
+        ),
+        Event::MirrorTopicsExcluded {
+            mirror,
+            topics,
+            error,
+        } => compact(
+            mirror.clone(),
+            format!("mirror {mirror} excluded {}: {error}", topic_errors(topics)),
+        ),
     }
+}
+
+/// `a:NONE,b:INVALID_REQUEST` for per-topic answers.
+fn topic_errors(topics: &[(String, mirror_core::protocol::ErrorCode)]) -> String {
+    topics
+        .iter()
+        .map(|(t, e)| format!("{t}:{e}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }

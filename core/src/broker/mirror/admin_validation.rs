@@ -48,8 +48,10 @@ use crate::types::{BrokerId, TopicId, TopicPartition};
 #[derive(Clone, Debug)]
 enum Purpose {
     DeleteMirror,
-    /// `StopMirrorTopics` of these topics, in request order.
-    StopTopics(Vec<String>),
+    /// `StopMirrorTopics` of these topics, in request order, with its `Patterns` (forwarded
+    /// as they are: the controller resolves them against the mirror's topics, whose states
+    /// this broker does not read first).
+    StopTopics(Vec<String>, Vec<String>),
 }
 
 /// One admin request being validated.
@@ -195,7 +197,7 @@ impl Broker {
         from: NodeId,
         id: CorrelationId,
         mirror: String,
-        topics: Vec<String>,
+        (topics, patterns): (Vec<String>, Vec<String>),
         state_validation_offset: Option<i64>,
     ) {
         let validated_at = state_validation_offset.unwrap_or(self.image.offset);
@@ -207,7 +209,7 @@ impl Broker {
             .filter(|(name, t)| topics.contains(name) && t.desired != DesiredMirrorState::Stopped)
             .collect();
         if state_validation_offset.is_some() || read.is_empty() {
-            self.forward_stop_mirror_topics(from, id, mirror, topics, validated_at);
+            self.forward_stop_mirror_topics(from, id, mirror, (topics, patterns), validated_at);
             return;
         }
         self.validate_partition_states(
@@ -216,7 +218,7 @@ impl Broker {
             mirror,
             validated_at,
             &read,
-            Purpose::StopTopics(topics),
+            Purpose::StopTopics(topics, patterns),
         );
     }
 
@@ -330,12 +332,13 @@ impl Broker {
         client: NodeId,
         client_id: CorrelationId,
         mirror: String,
-        topics: Vec<String>,
+        (topics, patterns): (Vec<String>, Vec<String>),
         validated_at: i64,
     ) {
         let req = Request::StopMirrorTopics {
             mirror_name: mirror,
             topics,
+            patterns,
             state_validation_offset: Some(validated_at),
         };
         let controller = self.controller();
@@ -388,7 +391,7 @@ impl Broker {
         };
         let blocked = match &val.purpose {
             Purpose::DeleteMirror => blocking_partitions(&val.mirror, &val.states),
-            Purpose::StopTopics(topics) => {
+            Purpose::StopTopics(topics, _) => {
                 let design = self.mirror_design();
                 stop_blocking_partitions(&val.mirror, topics, &val.states, |s| {
                     design.stop_allowed_from(s)
@@ -399,11 +402,11 @@ impl Broker {
             (None, Purpose::DeleteMirror) => {
                 self.forward_delete_mirror(val.client, val.client_id, val.mirror, val.validated_at)
             }
-            (None, Purpose::StopTopics(topics)) => self.forward_stop_mirror_topics(
+            (None, Purpose::StopTopics(topics, patterns)) => self.forward_stop_mirror_topics(
                 val.client,
                 val.client_id,
                 val.mirror,
-                topics,
+                (topics, patterns),
                 val.validated_at,
             ),
             (Some(topics), _) => {

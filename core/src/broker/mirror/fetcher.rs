@@ -55,9 +55,18 @@ pub struct MirrorFetchState {
     /// second answer from another broker at least 5 s later (the prototype needs two
     /// observations; a broker still catching up on metadata must not fail a mirror).
     pub missing: BTreeMap<String, (BrokerId, Instant)>,
+    /// Partitions whose fetch in flight was sent on a connection closed since (a mirror
+    /// config change, `reconnect`): its answer is dropped when it comes.
+    pub closed: BTreeSet<TopicPartition>,
 }
 
 impl Broker {
+    /// The mirror fetcher's bookkeeping (for tests and checkers).
+    #[must_use]
+    pub fn mirror_fetch_state(&self) -> &MirrorFetchState {
+        &self.mirror_fetch
+    }
+
     /// Starts (or keeps) mirroring `tp` from the local LEO.
     pub(in crate::broker) fn add_to_mirror_fetcher(&mut self, tp: &TopicPartition) {
         let Some(p) = self.partitions.get(tp) else {
@@ -334,6 +343,11 @@ impl Broker {
         } else {
             self.on_source_broker_timeout(cluster, leader);
         }
+        // Answers on a closed connection are dropped (the partitions refetch on the new one).
+        let sent: Vec<(TopicPartition, Offset)> = sent
+            .into_iter()
+            .filter(|(tp, _)| !self.mirror_fetch.closed.remove(tp))
+            .collect();
         for (tp, _) in &sent {
             if let Some(p) = self.mirror_fetch.parts.get_mut(tp) {
                 p.in_flight = false;

@@ -12,6 +12,10 @@
 //! - [`fetcher`]: the mirror fetcher (MIRRORING).
 //! - [`coordinator`]: the `__mirror_state` coordinator.
 //! - [`sync`], [`acl_sync`]: metadata sync (configs, group offsets, ACLs).
+//! - [`discovery`]: pattern discovery (`topics.include`) and exclude enforcement by the
+//!   mirror coordinator.
+//! - `reconnect`: a change to a mirror's connection configs drops its source connection
+//!   state and re-enters MIRRORING.
 //! - [`admin_validation`]: DeleteMirror and (latest) StopMirrorTopics, validated against
 //!   `__mirror_state` before they are forwarded.
 
@@ -19,9 +23,11 @@ pub mod acl_sync;
 pub mod admin_validation;
 mod alignment;
 pub mod coordinator;
+pub mod discovery;
 mod fencing;
 pub mod fetcher;
 pub mod manager;
+mod reconnect;
 mod retry;
 mod stopping;
 pub mod sync;

@@ -39,9 +39,15 @@
 //!      `DeleteAcls` at the controller for the TOPIC ACLs of MIRRORING topics; the rules,
 //!      the deletion semantics and the `acls.include` switch are in [`super::acl_sync`].
 //!
-//! Not modelled: share groups,
-//! `groups.include`/`groups.exclude` patterns (every source group is synced), regex
-//! patterns in `topic.properties.exclude` (exact key names), quotas (not mirrored, MM7).
+//!    - **Group filters** (B §5.2): only source groups that `groups.include` matches (an
+//!      empty include: every group) and `groups.exclude` does not are synced
+//!      ([`crate::mirror::filters::MirrorFilters::syncs_group`]); the defaults sync all.
+//!
+//! Every tick the coordinator also runs pattern discovery and exclude enforcement (see
+//! [`super::discovery`]), outside the round: they do not depend on MIRRORING partitions.
+//!
+//! Not modelled: share groups, regex patterns in `topic.properties.exclude` (exact key
+//! names; the prototype compiles that list as regexes too), quotas (not mirrored, MM7).
 //!
 //! A round that has not finished when the next one starts is abandoned: answers carry the
 //! round id and late ones are ignored.
@@ -133,6 +139,12 @@ pub(in crate::broker) enum SyncStep {
     DeleteAcls(Vec<AclBinding>),
     /// Latest: the periodic `BumpLeaderEpochs` at the controller (B §8.4, mechanism 3).
     BumpEpochs,
+    /// Pattern discovery: `Metadata` of every topic at a source broker (`listTopics`).
+    DiscoverTopics,
+    /// Pattern discovery: `StartMirrorTopics` of the discovered topics at the controller.
+    StartDiscovered,
+    /// `enforceExcludePatterns`: `StopMirrorTopics` of the excluded topics at the controller.
+    StopExcluded,
 }
 
 /// One sync round of one mirror.
@@ -285,7 +297,7 @@ impl Broker {
         self.partitions.get(&tp).is_some_and(|p| p.is_leader())
     }
 
-    fn mirror_exists(&self, mirror: &str) -> bool {
+    pub(in crate::broker) fn mirror_exists(&self, mirror: &str) -> bool {
         self.image
             .configs
             .get(&ConfigResource::Mirror(mirror.to_string()))
@@ -335,6 +347,7 @@ impl Broker {
             .plus_millis(self.mirror_refresh_interval_ms(mirror));
         self.timers.set(TimerId::MirrorSync(mirror.to_string()), at);
         self.start_sync_round(mirror);
+        self.sync_discover_and_enforce(mirror);
     }
 
     pub(in crate::broker) fn sync_send(
@@ -354,7 +367,11 @@ impl Broker {
     }
 
     /// A source bootstrap broker (rotating, so an unreachable one is not asked every time).
-    fn sync_source_broker(&mut self, cluster: ClusterIdx, brokers: &[BrokerId]) -> NodeId {
+    pub(in crate::broker) fn sync_source_broker(
+        &mut self,
+        cluster: ClusterIdx,
+        brokers: &[BrokerId],
+    ) -> NodeId {
         let b = brokers[self.mirror_sync.cursor % brokers.len()];
         self.mirror_sync.cursor += 1;
         NodeId::broker(cluster, b)
@@ -483,6 +500,11 @@ impl Broker {
             // The prototype only logs the answer: completion shows in the metadata, and a
             // bump that did not happen is asked again by the next round.
             SyncStep::BumpEpochs => return,
+            // Discovery and exclusion do not belong to a round (see `discovery`).
+            SyncStep::DiscoverTopics | SyncStep::StartDiscovered | SyncStep::StopExcluded => {
+                self.on_discovery_response(mirror, step, resp);
+                return;
+            }
             SyncStep::CreateAcls(acls) => {
                 self.on_sync_acls_result(mirror, acls, false, resp.as_ref());
                 return;
@@ -554,7 +576,10 @@ impl Broker {
             | SyncStep::Commit { .. }
             | SyncStep::CreateAcls(_)
             | SyncStep::DeleteAcls(_)
-            | SyncStep::BumpEpochs => {}
+            | SyncStep::BumpEpochs
+            | SyncStep::DiscoverTopics
+            | SyncStep::StartDiscovered
+            | SyncStep::StopExcluded => {}
             SyncStep::SourceAcls => self.on_sync_source_acls(mirror, round, resp),
             SyncStep::ListGroups => self.on_sync_list_groups(mirror, round, resp),
             SyncStep::FindSourceCoordinator(group) => {
@@ -689,6 +714,8 @@ impl Broker {
             let req = Request::StartMirrorTopics {
                 mirror_name: mirror.to_string(),
                 topics: vec![t],
+                include_patterns: Vec::new(),
+                exclude_patterns: Vec::new(),
                 // Refused if the topic's mirror state changed after what this broker saw.
                 state_validation_offset: Some(self.image.offset),
             };
@@ -808,11 +835,18 @@ impl Broker {
         if brokers.is_empty() {
             return;
         }
+        // `groups.include` / `groups.exclude` (B §5.2; prototype `listSourceGroupIds`). A
+        // filter that does not compile syncs no group, as the prototype's config parse
+        // throws and ends that sync pass.
+        let Ok(filters) = self.mirror_filters(mirror) else {
+            return;
+        };
         let Some(r) = self.mirror_sync.rounds.get_mut(mirror) else {
             return;
         };
         let new: Vec<String> = groups
             .into_iter()
+            .filter(|g| filters.syncs_group(g))
             .filter(|g| r.groups.insert(g.clone()))
             .collect();
         for g in new {
