@@ -2,12 +2,14 @@
 //! state, the aborted-transaction index.
 
 pub mod epoch_cache;
+pub mod offset_for_timestamp;
 pub mod partition_log;
 pub mod producer_snapshot;
 pub mod producer_state;
 pub mod txn_index;
 
 pub use epoch_cache::{EpochCacheError, EpochEntry, LeaderEpochCache};
+pub use offset_for_timestamp::TimestampAndOffset;
 pub use partition_log::{
     AppendError, FetchDataInfo, LogAppendInfo, LogConfig, OffsetError, PartitionLog,
 };

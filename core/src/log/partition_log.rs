@@ -363,6 +363,12 @@ impl PartitionLog {
         if origin == AppendOrigin::Client && batch.is_control_batch() {
             return Err(AppendError::ControlBatchFromClient);
         }
+        // Kafka `UnifiedLog.analyzeAndValidateRecords`: a batch whose CRC does not match is a
+        // `CorruptRecordException` (CORRUPT_MESSAGE), never appended. Without it the leader
+        // kept a batch every follower refuses, and replication stopped (RPC fuzz).
+        if origin == AppendOrigin::Client {
+            crate::record::codec::validate_frame(batch.bytes())?;
+        }
         let stamped = batch.with_offset_and_epoch(self.log_end_offset, leader_epoch);
         if let AppendCheck::Duplicate(meta) = self.producer_state.check_append(&stamped, origin)? {
             return Ok(LogAppendInfo {
@@ -624,7 +630,10 @@ impl PartitionLog {
     pub fn apply_retention_ms(&mut self, now_ms: i64, retention_ms: i64) -> Option<Offset> {
         let mut new_start = self.log_start_offset;
         for b in &self.batches {
-            if now_ms - b.max_timestamp() > retention_ms && b.next_offset() <= self.high_watermark {
+            // Java long arithmetic (`UnifiedLog.deleteRetentionMsBreachedSegments`): a client
+            // sets the timestamps, and `now - i64::MIN` wraps there rather than overflows.
+            let age = now_ms.wrapping_sub(b.max_timestamp());
+            if age > retention_ms && b.next_offset() <= self.high_watermark {
                 new_start = b.next_offset();
             } else {
                 break;
