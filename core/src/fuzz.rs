@@ -166,7 +166,13 @@ fn pick_or_any(u: &mut Unstructured<'_>, names: &[&str]) -> Result<String> {
 }
 
 impl<'a> Arbitrary<'a> for TopicPartition {
+    /// Mostly a partition of the test cluster's data topics (`t0-0`, `t0-1`, `t1-0`), so
+    /// data-plane requests reach the code past the "unknown partition" check.
     fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
+        if u.ratio(3, 4)? {
+            let (topic, partition) = *u.choose(&[("t0", 0), ("t0", 1), ("t1", 0)])?;
+            return Ok(TopicPartition::new(topic, partition));
+        }
         let topic = topic_name(u)?;
         let partition = if u.ratio(7, 8)? {
             u.int_in_range(-1..=3)?

@@ -17,7 +17,7 @@ use mirror_core::controller::{Controller, ControllerConfig};
 use mirror_core::protocol::messages::CreatableTopic;
 use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
 use mirror_core::testing::{AnyNode, MiniNet};
-use mirror_core::types::BrokerId;
+use mirror_core::types::{BrokerId, TopicPartition};
 
 const C: ClusterIdx = ClusterIdx(0);
 /// Clusters built, each fed [`REQUESTS_PER_CLUSTER`] requests: 3,000 requests in all.
@@ -89,13 +89,36 @@ fn cluster() -> MiniNet {
     net
 }
 
-/// Where a drawn request goes: a broker seven times in eight (most requests are theirs),
-/// else the controller.
-fn target(u: &mut Unstructured<'_>) -> NodeId {
+/// The first partition a data-plane request names.
+fn first_partition(req: &Request) -> Option<&TopicPartition> {
+    match req {
+        Request::Produce { partitions, .. } => partitions.first().map(|p| &p.0),
+        Request::Fetch { partitions, .. } => partitions.first().map(|p| &p.tp),
+        Request::ListOffsets { partitions, .. } => partitions.first().map(|p| &p.0),
+        Request::DeleteRecords { partitions, .. } => partitions.first().map(|p| &p.0),
+        Request::OffsetsForLeaderEpoch { partitions } => partitions.first().map(|p| &p.0),
+        Request::WriteTxnMarkers { markers } => markers.first().and_then(|m| m.partitions.first()),
+        _ => None,
+    }
+}
+
+/// Where a drawn request goes: the controller one time in eight; else, for a data-plane
+/// request, the leader of its first partition three times in four (so it gets past the
+/// NOT_LEADER check); else any broker.
+fn target(net: &MiniNet, u: &mut Unstructured<'_>, req: &Request) -> NodeId {
     if u.ratio(1, 8).unwrap_or(false) {
         return NodeId::controller(C);
     }
-    NodeId::broker(C, BrokerId(u.int_in_range(0..=BROKERS - 1).unwrap_or(0)))
+    let leader = first_partition(req).and_then(|tp| {
+        net.controller(NodeId::controller(C))
+            .image()
+            .partition(tp)
+            .and_then(|r| r.leader)
+    });
+    match leader {
+        Some(b) if u.ratio(3, 4).unwrap_or(false) => NodeId::broker(C, b),
+        _ => NodeId::broker(C, BrokerId(u.int_in_range(0..=BROKERS - 1).unwrap_or(0))),
+    }
 }
 
 /// Sends `req` and runs the loop for a while; a panic names the request that caused it.
@@ -120,8 +143,8 @@ fn arbitrary_requests_to_brokers_and_the_controller_get_error_codes_never_a_pani
     for _ in 0..CLUSTERS {
         let mut net = cluster();
         for _ in 0..REQUESTS_PER_CLUSTER {
-            let to = target(&mut u);
             let req = Request::arbitrary(&mut u).expect("the stream is long enough");
+            let to = target(&net, &mut u, &req);
             // Mostly short waits, sometimes long enough for timeouts, retention and
             // delayed operations to fire.
             let wait_ms = if u.ratio(1, 10).unwrap_or(false) {

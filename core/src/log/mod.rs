@@ -15,6 +15,6 @@ pub use partition_log::{
 };
 pub use producer_state::{
     AppendCheck, AppendOrigin, BatchMetadata, CompletedTxn, ProducerStateEntry, ProducerStateError,
-    ProducerStateManager, TxnMetadata,
+    ProducerStateManager, TxnMetadata, VerificationGuard, VerificationStateEntry,
 };
 pub use txn_index::{AbortedTxn, TransactionIndex, TxnIndexError, TxnIndexSearchResult};
