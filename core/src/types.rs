@@ -204,7 +204,9 @@ mod tests {
     fn sequence_arithmetic_on_client_sequences_near_the_extremes_does_not_overflow() {
         let last = Sequence(i32::MIN).increment(3);
         assert_eq!(last, Sequence(i32::MIN + 3));
-        assert_eq!(last.decrement(3), Sequence(i32::MIN));
+        // Kafka's `decrementSequence` assumes a non-negative sequence: below its range the
+        // int arithmetic wraps (`MAX - (3 - (MIN + 3)) + 1` is 0 in Java), and so does ours.
+        assert_eq!(last.decrement(3), Sequence(0));
         // Java: `Integer.MAX_VALUE - (1 - Integer.MIN_VALUE) + 1` wraps to -1.
         assert_eq!(Sequence(i32::MIN).decrement(1), Sequence(-1));
         assert_eq!(Sequence(-5).increment(3), Sequence(-2));
