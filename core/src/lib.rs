@@ -17,6 +17,8 @@
 pub mod broker;
 pub mod controller;
 pub mod coordinator;
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 pub mod log;
 pub mod mirror;
 pub mod protocol;

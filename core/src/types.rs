@@ -92,10 +92,14 @@ impl Sequence {
     /// (`DefaultRecordBatch.incrementSequence`).
     #[must_use]
     pub fn increment(self, n: i32) -> Sequence {
-        if self.0 > i32::MAX - n {
-            Sequence(n - (i32::MAX - self.0) - 1)
+        // Java int arithmetic: a client may send any sequence, and Kafka's wraps.
+        if self.0 > i32::MAX.wrapping_sub(n) {
+            Sequence(
+                n.wrapping_sub(i32::MAX.wrapping_sub(self.0))
+                    .wrapping_sub(1),
+            )
         } else {
-            Sequence(self.0 + n)
+            Sequence(self.0.wrapping_add(n))
         }
     }
 
@@ -103,10 +107,16 @@ impl Sequence {
     /// (`DefaultRecordBatch.decrementSequence`).
     #[must_use]
     pub fn decrement(self, n: i32) -> Sequence {
+        // Java int arithmetic, as in `increment` (a first sequence near `i32::MIN` overflowed
+        // `n - self` here: RPC fuzz).
         if self.0 < n {
-            Sequence(i32::MAX - (n - self.0) + 1)
+            Sequence(
+                i32::MAX
+                    .wrapping_sub(n.wrapping_sub(self.0))
+                    .wrapping_add(1),
+            )
         } else {
-            Sequence(self.0 - n)
+            Sequence(self.0.wrapping_sub(n))
         }
     }
 }
@@ -185,6 +195,21 @@ mod tests {
         assert_eq!(Sequence(0).decrement(1), Sequence(i32::MAX));
         assert_eq!(Sequence(2).decrement(5), Sequence(i32::MAX - 2));
         assert_eq!(Sequence(2).decrement(5).increment(5), Sequence(2));
+    }
+
+    /// Regression (RPC fuzz): an idempotent batch whose base sequence is near `i32::MIN`
+    /// overflowed `decrement` when producer state derived the batch's first sequence from its
+    /// last. Both directions wrap as Java's int arithmetic does.
+    #[test]
+    fn sequence_arithmetic_on_client_sequences_near_the_extremes_does_not_overflow() {
+        let last = Sequence(i32::MIN).increment(3);
+        assert_eq!(last, Sequence(i32::MIN + 3));
+        // Kafka's `decrementSequence` assumes a non-negative sequence: below its range the
+        // int arithmetic wraps (`MAX - (3 - (MIN + 3)) + 1` is 0 in Java), and so does ours.
+        assert_eq!(last.decrement(3), Sequence(0));
+        // Java: `Integer.MAX_VALUE - (1 - Integer.MIN_VALUE) + 1` wraps to -1.
+        assert_eq!(Sequence(i32::MIN).decrement(1), Sequence(-1));
+        assert_eq!(Sequence(-5).increment(3), Sequence(-2));
     }
 
     #[test]

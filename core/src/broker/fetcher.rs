@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use super::broker::{Broker, Pending};
 use super::output::{Event, TruncationCause};
 use super::timers::TimerId;
-use crate::protocol::messages::{FetchPartition, FetchPartitionResponse, OffsetSpec};
+use crate::protocol::messages::{
+    FetchPartition, FetchPartitionResponse, ListOffsetsPartitionResponse, OffsetSpec,
+};
 use crate::protocol::{ErrorCode, Request};
 use crate::replication::fetch_follower::{
     FetchErrorAction, FollowerFetchState, OutOfRangeAction, classify_fetch_error,
@@ -502,10 +504,16 @@ impl Broker {
         &mut self,
         leader: BrokerId,
         tp: &TopicPartition,
-        partitions: Vec<(TopicPartition, ErrorCode, Offset, LeaderEpoch)>,
+        partitions: Vec<ListOffsetsPartitionResponse>,
     ) {
-        let latest = partitions.first().filter(|p| p.1.is_ok()).map(|p| p.2);
-        let earliest = partitions.get(1).filter(|p| p.1.is_ok()).map(|p| p.2);
+        let latest = partitions
+            .first()
+            .filter(|p| p.error.is_ok())
+            .map(|p| p.offset);
+        let earliest = partitions
+            .get(1)
+            .filter(|p| p.error.is_ok())
+            .map(|p| p.offset);
         let (Some(leader_end), Some(leader_start)) = (latest, earliest) else {
             self.on_reset_failed(leader, tp);
             return;

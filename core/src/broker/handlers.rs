@@ -9,12 +9,15 @@ use super::output::Event;
 use super::partition::Role;
 use super::purgatory::{Delayed, DelayedFetch, DelayedProduce, ProduceReply, ProduceWait};
 use super::timers::TimerId;
+use crate::log::offset_for_timestamp::{
+    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, NO_TIMESTAMP,
+};
 use crate::log::partition_log::LogAppendInfo;
 use crate::log::producer_snapshot;
 use crate::log::producer_state::AppendOrigin;
 use crate::protocol::messages::{
-    FetchPartition, FetchPartitionResponse, OffsetSpec, PartitionMetadata,
-    ProducePartitionResponse, TopicMetadata, TxnMarker,
+    FetchPartition, FetchPartitionResponse, ListOffsetsPartitionResponse, OffsetSpec,
+    PartitionMetadata, ProducePartitionResponse, TopicMetadata, TxnMarker,
 };
 use crate::protocol::{CorrelationId, ErrorCode, NodeId, Request, Response};
 use crate::record::{BatchBuilder, ControlRecord, RecordBatch};
@@ -25,6 +28,21 @@ use crate::replication::fetch_leader::{
 use crate::replication::high_watermark::{HwConfig, effective_min_isr};
 use crate::replication::isr::{check_enough_replicas_reach_offset, produce_acks_all_precheck};
 use crate::types::{BrokerId, LeaderEpoch, Offset, OffsetAndEpoch, Sequence, TopicPartition};
+
+/// A ListOffsets answer before it is put in the response.
+#[derive(Copy, Clone, Debug)]
+struct ListedOffset {
+    timestamp: i64,
+    offset: Offset,
+    epoch: LeaderEpoch,
+}
+
+/// Kafka's answer when nothing is found: no error, timestamp, offset and epoch all -1.
+const NOT_FOUND: ListedOffset = ListedOffset {
+    timestamp: NO_TIMESTAMP,
+    offset: Offset(-1),
+    epoch: LeaderEpoch::UNDEFINED,
+};
 
 impl Broker {
     pub(super) fn handle_request(&mut self, from: NodeId, id: CorrelationId, req: Request) {
@@ -798,53 +816,86 @@ impl Broker {
         isolation: FetchIsolation,
         partitions: Vec<(TopicPartition, Option<LeaderEpoch>, OffsetSpec)>,
     ) -> Response {
-        let mut out = Vec::new();
-        for (tp, current, spec) in partitions {
-            let Some(p) = self.partitions.get(&tp).filter(|p| p.is_leader()) else {
-                out.push((
-                    tp.clone(),
-                    self.unknown_or_not_leader(&tp),
-                    Offset(-1),
-                    LeaderEpoch::UNDEFINED,
-                ));
-                continue;
-            };
-            if let Err(e) = check_leader_epoch(current, p.leader_epoch) {
-                out.push((tp, e, Offset(-1), LeaderEpoch::UNDEFINED));
-                continue;
-            }
-            let log = &p.log;
-            let offset = match spec {
-                OffsetSpec::Earliest => log.log_start_offset(),
-                OffsetSpec::Latest if replica_id.is_some() => log.log_end_offset(),
-                OffsetSpec::Latest => {
-                    // Kafka: a new leader whose HW lags its epoch start answers OFFSET_NOT_AVAILABLE.
-                    let start = p
-                        .leader_state()
-                        .map_or(Offset(0), |l| l.leader_epoch_start_offset);
-                    if start > log.high_watermark() {
-                        out.push((
-                            tp,
-                            ErrorCode::OffsetNotAvailable,
-                            Offset(-1),
-                            LeaderEpoch::UNDEFINED,
-                        ));
-                        continue;
-                    }
-                    if isolation == FetchIsolation::TxnCommitted {
-                        log.last_stable_offset()
-                    } else {
-                        log.high_watermark()
-                    }
+        let partitions = partitions
+            .into_iter()
+            .map(|(tp, current, spec)| {
+                let answer = self.list_offsets_partition(replica_id, isolation, &tp, current, spec);
+                let (error, timestamp, offset, leader_epoch) = match answer {
+                    Ok(found) => (ErrorCode::None, found.timestamp, found.offset, found.epoch),
+                    Err(e) => (e, NO_TIMESTAMP, Offset(-1), LeaderEpoch::UNDEFINED),
+                };
+                ListOffsetsPartitionResponse {
+                    tp,
+                    error,
+                    timestamp,
+                    offset,
+                    leader_epoch,
                 }
-            };
-            let epoch = log
+            })
+            .collect();
+        Response::ListOffsets { partitions }
+    }
+
+    /// One partition of a ListOffsets (Kafka: `ReplicaManager.fetchOffset` →
+    /// `Partition.fetchOffsetForTimestamp` → `UnifiedLog.fetchOffsetByTimestamp`).
+    fn list_offsets_partition(
+        &self,
+        replica_id: Option<BrokerId>,
+        isolation: FetchIsolation,
+        tp: &TopicPartition,
+        current: Option<LeaderEpoch>,
+        spec: OffsetSpec,
+    ) -> Result<ListedOffset, ErrorCode> {
+        let Some(p) = self.partitions.get(tp).filter(|p| p.is_leader()) else {
+            return Err(self.unknown_or_not_leader(tp));
+        };
+        check_leader_epoch(current, p.leader_epoch)?;
+        let log = &p.log;
+        // Kafka: a new leader whose HW lags its epoch start answers OFFSET_NOT_AVAILABLE to a
+        // client (`maybeOffsetsError`; a replica's request has no isolation level).
+        let epoch_start = p
+            .leader_state()
+            .map_or(Offset(0), |l| l.leader_epoch_start_offset);
+        let lagging_hw = replica_id.is_none() && epoch_start > log.high_watermark();
+        let at = |offset: Offset| ListedOffset {
+            timestamp: NO_TIMESTAMP,
+            offset,
+            epoch: log
                 .epoch_cache()
                 .epoch_for_offset(offset)
-                .unwrap_or(LeaderEpoch::UNDEFINED);
-            out.push((tp, ErrorCode::None, offset, epoch));
+                .unwrap_or(LeaderEpoch::UNDEFINED),
+        };
+        match spec.timestamp() {
+            EARLIEST_TIMESTAMP => Ok(at(log.log_start_offset())),
+            LATEST_TIMESTAMP if replica_id.is_some() => Ok(at(log.log_end_offset())),
+            LATEST_TIMESTAMP if lagging_hw => Err(ErrorCode::OffsetNotAvailable),
+            LATEST_TIMESTAMP if isolation == FetchIsolation::TxnCommitted => {
+                Ok(at(log.last_stable_offset()))
+            }
+            LATEST_TIMESTAMP => Ok(at(log.high_watermark())),
+            target => {
+                let found = log.fetch_offset_by_timestamp(target).map(|f| ListedOffset {
+                    timestamp: f.timestamp,
+                    offset: f.offset,
+                    epoch: f.leader_epoch.unwrap_or(LeaderEpoch::UNDEFINED),
+                });
+                if target == EARLIEST_LOCAL_TIMESTAMP {
+                    return Ok(found.unwrap_or(NOT_FOUND));
+                }
+                // Kafka `ReplicaManager.fetchOffset`: an offset at or past the last offset
+                // the requester may read is no answer (or the lagging-HW error).
+                let last_fetchable = match (replica_id, isolation) {
+                    (Some(_), _) => log.log_end_offset(),
+                    (None, FetchIsolation::TxnCommitted) => log.last_stable_offset(),
+                    (None, _) => log.high_watermark(),
+                };
+                match found {
+                    Some(f) if f.offset < last_fetchable => Ok(f),
+                    _ if lagging_hw => Err(ErrorCode::OffsetNotAvailable),
+                    _ => Ok(NOT_FOUND),
+                }
+            }
         }
-        Response::ListOffsets { partitions: out }
     }
 
     fn handle_delete_records(&mut self, partitions: Vec<(TopicPartition, Offset)>) -> Response {

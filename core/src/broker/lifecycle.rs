@@ -462,6 +462,7 @@ impl Broker {
         }
         let cfg = LogConfig {
             producer_id_expiration_ms: self.config.producer_id_expiration_ms,
+            ..LogConfig::default()
         };
         let mut io = Vec::new();
         let mut events = Vec::new();

@@ -768,6 +768,22 @@ impl Controller {
             .map(|t| t.name.as_str())
             .collect();
         let mut results = Vec::with_capacity(topics.len());
+        // Kafka: `validateTotalNumberOfPartitions` runs first and fails the whole request.
+        let total: i64 = topics
+            .iter()
+            .map(|t| match t.num_partitions {
+                -1 => i64::from(self.config.default_num_partitions),
+                n => i64::from(n.max(0)),
+            })
+            .sum();
+        if total > replication::MAX_PARTITIONS_PER_BATCH {
+            let e = TopicError::TooManyPartitions { requested: total };
+            let results = topics
+                .iter()
+                .map(|t| (t.name.clone(), e.clone().into(), TopicId::ZERO))
+                .collect();
+            return Response::TopicErrors { results };
+        }
         for t in topics {
             let result = if duplicates.contains(t.name.as_str()) {
                 Err(TopicError::Duplicate(t.name.clone()))
@@ -816,6 +832,11 @@ impl Controller {
             return Err(TopicError::InvalidPartitions {
                 requested: t.num_partitions,
                 current: 0,
+            });
+        }
+        if i64::from(num_partitions) > replication::MAX_PARTITIONS_PER_BATCH {
+            return Err(TopicError::TooManyPartitions {
+                requested: i64::from(num_partitions),
             });
         }
         let usable = self.usable_brokers();
@@ -933,6 +954,10 @@ impl Controller {
                 requested: count,
                 current,
             });
+        }
+        let added = i64::from(count) - i64::from(current);
+        if added > replication::MAX_PARTITIONS_PER_BATCH {
+            return Err(TopicError::TooManyPartitions { requested: added });
         }
         let rf = t
             .partitions

@@ -348,7 +348,21 @@ pub enum TopicError {
     /// A malformed request (e.g. a zero topic id).
     #[error("invalid request: {0}")]
     InvalidRequest(&'static str),
+    /// More than [`MAX_PARTITIONS_PER_BATCH`] partitions in one request (Kafka:
+    /// `ReplicationControlManager.validateTotalNumberOfPartitions`, a
+    /// `PolicyViolationException` "Excessively large number of partitions per request", there
+    /// to fail before allocating them).
+    #[error("excessively large number of partitions per request: {requested}")]
+    TooManyPartitions {
+        /// Partitions the request would create.
+        requested: i64,
+    },
 }
+
+/// Kafka's `ReplicationControlManager.MAX_PARTITIONS_PER_BATCH`: the most partitions one
+/// CreateTopics request may create (and, here, one CreatePartitions request may add: Kafka
+/// bounds that by the 10,000 records of `QuorumController.MAX_RECORDS_PER_USER_OP`).
+pub const MAX_PARTITIONS_PER_BATCH: i64 = 10_000;
 
 impl From<TopicError> for ErrorCode {
     fn from(e: TopicError) -> Self {
@@ -360,6 +374,7 @@ impl From<TopicError> for ErrorCode {
             TopicError::InvalidPartitions { .. } => ErrorCode::InvalidPartitions,
             TopicError::InvalidReplicationFactor { .. } => ErrorCode::InvalidReplicationFactor,
             TopicError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+            TopicError::TooManyPartitions { .. } => ErrorCode::PolicyViolation,
         }
     }
 }

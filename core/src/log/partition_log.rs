@@ -15,24 +15,32 @@ use bytes::Bytes;
 use thiserror::Error;
 
 use super::epoch_cache::{EpochCacheError, LeaderEpochCache};
-use super::producer_state::{AppendCheck, AppendOrigin, ProducerStateError, ProducerStateManager};
+use super::producer_state::{
+    AppendCheck, AppendOrigin, ProducerStateError, ProducerStateManager, VerificationGuard,
+};
 use super::txn_index::{AbortedTxn, TransactionIndex};
 use crate::protocol::ErrorCode;
 use crate::record::{BatchError, RecordBatch};
 use crate::replication::fetch_leader::FetchIsolation;
-use crate::types::{LeaderEpoch, Offset, OffsetAndEpoch};
+use crate::types::{LeaderEpoch, Offset, OffsetAndEpoch, ProducerEpoch, ProducerId, Sequence};
 
 /// Per-log settings that change behaviour.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogConfig {
     /// `producer.id.expiration.ms` (Kafka default 1 day).
     pub producer_id_expiration_ms: i64,
+    /// `transaction.partition.verification.enable` (KIP-890 part 1). Kafka's default is true;
+    /// the model's is false, since its brokers start no verification: with it on, a
+    /// transactional first write needs [`PartitionLog::maybe_start_transaction_verification`]'s
+    /// guard ([`PartitionLog::append_as_leader_verified`]).
+    pub transaction_verification_enabled: bool,
 }
 
 impl Default for LogConfig {
     fn default() -> Self {
         Self {
             producer_id_expiration_ms: 86_400_000,
+            transaction_verification_enabled: false,
         }
     }
 }
@@ -180,7 +188,9 @@ impl PartitionLog {
     /// An empty log starting at offset 0.
     #[must_use]
     pub fn new(config: LogConfig) -> Self {
-        let expiration = config.producer_id_expiration_ms;
+        let mut producer_state = ProducerStateManager::new(config.producer_id_expiration_ms);
+        producer_state
+            .set_transaction_verification_enabled(config.transaction_verification_enabled);
         Self {
             config,
             batches: VecDeque::new(),
@@ -188,8 +198,8 @@ impl PartitionLog {
             log_end_offset: Offset(0),
             high_watermark: Offset(0),
             epoch_cache: LeaderEpochCache::new(),
-            producer_state: ProducerStateManager::new(expiration),
-            producer_state_base: ProducerStateManager::new(expiration),
+            producer_state_base: producer_state.clone(),
+            producer_state,
             txn_index: TransactionIndex::default(),
         }
     }
@@ -226,6 +236,8 @@ impl PartitionLog {
         log.epoch_cache.truncate_from_end(log.log_end_offset);
         log.epoch_cache.truncate_from_start(log_start);
         log.producer_state_base = producer_base;
+        log.producer_state_base
+            .set_transaction_verification_enabled(log.config.transaction_verification_enabled);
         log.producer_state_base.update_map_end_offset(log_start);
         log.high_watermark = high_watermark.max(log_start).min(log.log_end_offset);
         log.reload_producer_state();
@@ -309,6 +321,77 @@ impl PartitionLog {
         &self.producer_state_base
     }
 
+    /// Takes a producer-state snapshot at the log end, unless one is there already (Kafka:
+    /// `producerStateManager.takeSnapshot()`, which `UnifiedLog` runs on a segment roll and
+    /// at close). Returns the offset of the snapshot taken.
+    pub fn take_producer_snapshot(&mut self) -> Option<Offset> {
+        self.producer_state.take_snapshot()
+    }
+
+    /// The offset of the newest producer-state snapshot (Kafka:
+    /// `UnifiedLog.latestProducerSnapshotOffset`).
+    #[must_use]
+    pub fn latest_producer_snapshot_offset(&self) -> Option<Offset> {
+        self.producer_state.latest_snapshot_offset()
+    }
+
+    /// The offset of the oldest producer-state snapshot (Kafka:
+    /// `UnifiedLog.oldestProducerSnapshotOffset`).
+    #[must_use]
+    pub fn oldest_producer_snapshot_offset(&self) -> Option<Offset> {
+        self.producer_state.oldest_snapshot_offset()
+    }
+
+    /// The offset up to which producer state is built (Kafka:
+    /// `UnifiedLog.latestProducerStateEndOffset`).
+    #[must_use]
+    pub fn latest_producer_state_end_offset(&self) -> Offset {
+        self.producer_state.map_end_offset()
+    }
+
+    /// Turns KIP-890 transaction verification on or off (Kafka: the dynamic broker config
+    /// `transaction.partition.verification.enable`).
+    pub fn set_transaction_verification_enabled(&mut self, enabled: bool) {
+        self.config.transaction_verification_enabled = enabled;
+        self.producer_state
+            .set_transaction_verification_enabled(enabled);
+        self.producer_state_base
+            .set_transaction_verification_enabled(enabled);
+    }
+
+    /// KIP-890 part 1: starts the verification of a transactional write (Kafka:
+    /// `UnifiedLog.maybeStartTransactionVerification`): the sentinel when the producer has a
+    /// transaction ongoing here (no verification needed), else the guard of its verification
+    /// entry, created at `now_ms` if it has none.
+    pub fn maybe_start_transaction_verification(
+        &mut self,
+        producer_id: ProducerId,
+        sequence: Sequence,
+        epoch: ProducerEpoch,
+        now_ms: i64,
+    ) -> VerificationGuard {
+        if self.producer_state.has_ongoing_transaction(producer_id) {
+            return VerificationGuard::SENTINEL;
+        }
+        self.producer_state
+            .maybe_create_verification_state_entry(producer_id, sequence, epoch, now_ms)
+            .verification_guard
+    }
+
+    /// The guard of the producer's pending verification, else the sentinel (Kafka:
+    /// `UnifiedLog.verificationGuard`).
+    #[must_use]
+    pub fn verification_guard(&self, producer_id: ProducerId) -> VerificationGuard {
+        self.producer_state.verification_guard(producer_id)
+    }
+
+    /// Whether the producer has a transaction open here (Kafka:
+    /// `UnifiedLog.hasOngoingTransaction`).
+    #[must_use]
+    pub fn has_ongoing_transaction(&self, producer_id: ProducerId) -> bool {
+        self.producer_state.has_ongoing_transaction(producer_id)
+    }
+
     /// The aborted-transaction index.
     #[must_use]
     pub fn txn_index(&self) -> &TransactionIndex {
@@ -357,14 +440,38 @@ impl PartitionLog {
         leader_epoch: LeaderEpoch,
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo, AppendError> {
+        self.append_as_leader_verified(batch, leader_epoch, origin, VerificationGuard::SENTINEL)
+    }
+
+    /// [`Self::append_as_leader`] with the produce's KIP-890 verification guard (Kafka:
+    /// `appendAsLeader(records, leaderEpoch, origin, requestLocal, verificationGuard)`): with
+    /// transaction verification on, a transactional batch whose producer has no ongoing
+    /// transaction here is refused with INVALID_TXN_STATE unless `guard` is the one
+    /// [`Self::maybe_start_transaction_verification`] handed out and no marker cleared since.
+    pub fn append_as_leader_verified(
+        &mut self,
+        batch: &RecordBatch,
+        leader_epoch: LeaderEpoch,
+        origin: AppendOrigin,
+        guard: VerificationGuard,
+    ) -> Result<LogAppendInfo, AppendError> {
         if leader_epoch.0 < 0 {
             return Err(AppendError::InvalidEpoch(leader_epoch));
         }
         if origin == AppendOrigin::Client && batch.is_control_batch() {
             return Err(AppendError::ControlBatchFromClient);
         }
+        // Kafka `UnifiedLog.analyzeAndValidateRecords`: a batch whose CRC does not match is a
+        // `CorruptRecordException` (CORRUPT_MESSAGE), never appended. Without it the leader
+        // kept a batch every follower refuses, and replication stopped (RPC fuzz).
+        if origin == AppendOrigin::Client {
+            crate::record::codec::validate_frame(batch.bytes())?;
+        }
         let stamped = batch.with_offset_and_epoch(self.log_end_offset, leader_epoch);
-        if let AppendCheck::Duplicate(meta) = self.producer_state.check_append(&stamped, origin)? {
+        if let AppendCheck::Duplicate(meta) = self
+            .producer_state
+            .check_append_verified(&stamped, origin, guard)?
+        {
             return Ok(LogAppendInfo {
                 first_offset: meta.first_offset(),
                 last_offset: meta.last_offset,
@@ -556,7 +663,13 @@ impl PartitionLog {
     /// Rebuilds producer state by replaying the retained log on top of the base snapshot
     /// (Kafka: `truncateAndReload` + `rebuildProducerState`, replay with REPLICATION origin).
     fn reload_producer_state(&mut self) {
-        self.producer_state = self.replayed_producer_state();
+        let replayed = self.replayed_producer_state();
+        let live = std::mem::replace(&mut self.producer_state, replayed);
+        // Snapshot files and verification entries are not rebuilt by a replay: Kafka's
+        // `truncateAndReload` keeps them (deleting only snapshots outside the new range).
+        self.producer_state.carry_files_and_verifications(live);
+        self.producer_state
+            .remove_snapshots_outside(self.log_start_offset, self.log_end_offset);
     }
 
     /// Producer state rebuilt from the base snapshot and the retained log, as a checker's
@@ -610,6 +723,9 @@ impl PartitionLog {
             .is_some_and(|b| b.last_offset() < offset)
         {
             let b = self.batches.pop_front().expect("front exists");
+            // Kafka `deleteSegmentFiles`: a deleted segment's snapshot goes with it.
+            self.producer_state
+                .remove_and_mark_snapshot_for_deletion(b.base_offset());
             apply_to_producer_state(&mut self.producer_state_base, &b, AppendOrigin::Replication);
         }
         self.producer_state_base.update_map_end_offset(offset);
@@ -624,7 +740,10 @@ impl PartitionLog {
     pub fn apply_retention_ms(&mut self, now_ms: i64, retention_ms: i64) -> Option<Offset> {
         let mut new_start = self.log_start_offset;
         for b in &self.batches {
-            if now_ms - b.max_timestamp() > retention_ms && b.next_offset() <= self.high_watermark {
+            // Java long arithmetic (`UnifiedLog.deleteRetentionMsBreachedSegments`): a client
+            // sets the timestamps, and `now - i64::MIN` wraps there rather than overflows.
+            let age = now_ms.wrapping_sub(b.max_timestamp());
+            if age > retention_ms && b.next_offset() <= self.high_watermark {
                 new_start = b.next_offset();
             } else {
                 break;

@@ -11,15 +11,17 @@
 //! batches the log should check each batch against a scratch clone to which the previous batches
 //! were applied, and commit only if every batch passed.
 //!
-//! Not modelled: KIP-890 transaction verification (`VerificationStateEntry`,
-//! `VerificationGuard`, the "TV2 needs sequence 0 with no state" rule), the TV2 marker epoch rule
-//! (`markerEpoch <= currentEpoch` rejected), `hasLateTransaction`, and snapshot files (see
-//! [`ProducerStateEntry::snapshot_entry`] and [`ProducerStateManager::load_producer_entry`]
-//! for the in-memory equivalent).
+//! The manager also holds its snapshot "files" (Kafka: `takeSnapshot`, `truncateAndReload`, in
+//! `producer_state_snapshots.rs`) and KIP-890 part 1 transaction verification
+//! (`VerificationStateEntry`, `VerificationGuard`, in `producer_state_verification.rs`).
+//!
+//! Not modelled: KIP-890 part 2 (TV2: the "sequence 0 with no state" rule, the marker epoch
+//! rule `markerEpoch <= currentEpoch`), `hasLateTransaction`.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 
+use bytes::Bytes;
 use thiserror::Error;
 
 use crate::protocol::ErrorCode;
@@ -27,8 +29,18 @@ use crate::record::{ControlRecord, RecordBatch};
 use crate::types::{Offset, ProducerEpoch, ProducerId, Sequence};
 
 #[cfg(test)]
+#[path = "producer_state_snapshots_test.rs"]
+mod producer_state_snapshots_test;
+#[cfg(test)]
 #[path = "producer_state_test.rs"]
 mod producer_state_test;
+
+#[path = "producer_state_snapshots.rs"]
+mod snapshots;
+#[path = "producer_state_verification.rs"]
+mod verification;
+
+pub use verification::{VerificationGuard, VerificationStateEntry};
 
 /// Kafka's default `producer.id.expiration.ms` (one day).
 pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
@@ -350,6 +362,18 @@ pub enum ProducerStateError {
         /// First offset of the open transaction.
         txn_first_offset: Offset,
     },
+    /// KIP-890 part 1: a transactional write with no ongoing transaction and no matching
+    /// verification guard (`InvalidTxnStateException`: "Record was not part of an ongoing
+    /// transaction").
+    #[error(
+        "transactional write from producer {producer_id} at offset {offset} was not part of an ongoing transaction"
+    )]
+    TransactionNotVerified {
+        /// The producer.
+        producer_id: ProducerId,
+        /// Where the batch would go.
+        offset: Offset,
+    },
     /// A marker from an older transaction coordinator (`TransactionCoordinatorFencedException`).
     #[error(
         "invalid coordinator epoch for producer {producer_id} at offset {offset}: {marker_coordinator_epoch} (zombie), {current_coordinator_epoch} (current)"
@@ -371,7 +395,8 @@ impl From<ProducerStateError> for ErrorCode {
         match e {
             ProducerStateError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
             ProducerStateError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
-            ProducerStateError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
+            ProducerStateError::InvalidTxnState { .. }
+            | ProducerStateError::TransactionNotVerified { .. } => ErrorCode::InvalidTxnState,
             ProducerStateError::TransactionCoordinatorFenced { .. } => {
                 ErrorCode::TransactionCoordinatorFenced
             }
@@ -436,7 +461,11 @@ impl BatchKind {
 /// Invariant kept by [`Self::apply_batch`]: every entry with `current_txn_first_offset = Some(o)`
 /// has an `ongoing_txns[o]` owned by it. The converse does not hold after `MIRROR_PID_RESET`
 /// (see [`Self::apply_batch`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Equality compares the producer state itself (producers, transactions, map end offset,
+/// expiration): the snapshot files and the verification entries are not state a replay of the
+/// log rebuilds, so a live manager and its replay compare equal with or without them.
+#[derive(Clone, Debug)]
 pub struct ProducerStateManager {
     /// Producer entries by id (Kafka: `producers`).
     producers: BTreeMap<ProducerId, ProducerStateEntry>,
@@ -449,7 +478,32 @@ pub struct ProducerStateManager {
     map_end_offset: Offset,
     /// `producer.id.expiration.ms`.
     producer_id_expiration_ms: i64,
+    /// Snapshot files by the offset they end at (Kafka: `snapshots`), each in the
+    /// [`super::producer_snapshot`] format. The model has no disk: these are the bytes a
+    /// broker would write, held here.
+    snapshots: BTreeMap<Offset, Bytes>,
+    /// The map end offset of the newest snapshot taken (Kafka: `lastSnapOffset`).
+    last_snap_offset: Offset,
+    /// KIP-890 part 1: producers whose transactional write is being verified with the
+    /// transaction coordinator (Kafka: `verificationStates`).
+    verification_states: BTreeMap<ProducerId, VerificationStateEntry>,
+    /// The last [`VerificationGuard`] handed out (Kafka: a global counter).
+    last_verification_guard: u64,
+    /// `transaction.partition.verification.enable` (Kafka's default is true; the model's is
+    /// false, see [`Self::set_transaction_verification_enabled`]).
+    transaction_verification_enabled: bool,
 }
+
+impl PartialEq for ProducerStateManager {
+    fn eq(&self, other: &Self) -> bool {
+        self.producers == other.producers
+            && self.ongoing_txns == other.ongoing_txns
+            && self.unreplicated_txns == other.unreplicated_txns
+            && self.map_end_offset == other.map_end_offset
+            && self.producer_id_expiration_ms == other.producer_id_expiration_ms
+    }
+}
+impl Eq for ProducerStateManager {}
 
 impl ProducerStateManager {
     /// Empty state at offset 0. Kafka's default expiration is
@@ -462,6 +516,11 @@ impl ProducerStateManager {
             unreplicated_txns: BTreeMap::new(),
             map_end_offset: Offset(0),
             producer_id_expiration_ms,
+            snapshots: BTreeMap::new(),
+            last_snap_offset: Offset(0),
+            verification_states: BTreeMap::new(),
+            last_verification_guard: 0,
+            transaction_verification_enabled: false,
         }
     }
 
@@ -488,6 +547,20 @@ impl ProducerStateManager {
         batch: &RecordBatch,
         origin: AppendOrigin,
     ) -> Result<AppendCheck, ProducerStateError> {
+        self.check_append_verified(batch, origin, VerificationGuard::SENTINEL)
+    }
+
+    /// [`Self::check_append`] for a write that carries the request's [`VerificationGuard`]
+    /// (Kafka: `appendAsLeader(..., verificationGuard)`): with transaction verification on,
+    /// a transactional data batch from a client or coordinator whose producer has no ongoing
+    /// transaction needs the guard of its verification entry (KIP-890 part 1, checked after
+    /// the duplicate check as in `UnifiedLog.analyzeAndValidateProducerState`).
+    pub fn check_append_verified(
+        &self,
+        batch: &RecordBatch,
+        origin: AppendOrigin,
+        guard: VerificationGuard,
+    ) -> Result<AppendCheck, ProducerStateError> {
         match BatchKind::of(batch) {
             BatchKind::PidReset | BatchKind::NoProducer | BatchKind::OtherControl => {
                 Ok(AppendCheck::Accept)
@@ -500,7 +573,7 @@ impl ProducerStateManager {
                 check_coordinator_epoch(&entry, batch, coordinator_epoch, origin)?;
                 Ok(AppendCheck::Accept)
             }
-            BatchKind::Data => self.check_data_batch(batch, origin),
+            BatchKind::Data => self.check_data_batch(batch, origin, guard),
         }
     }
 
@@ -508,6 +581,7 @@ impl ProducerStateManager {
         &self,
         batch: &RecordBatch,
         origin: AppendOrigin,
+        guard: VerificationGuard,
     ) -> Result<AppendCheck, ProducerStateError> {
         if origin == AppendOrigin::Client
             && let Some(duplicate) = self
@@ -517,10 +591,12 @@ impl ProducerStateManager {
         {
             return Ok(AppendCheck::Duplicate(duplicate));
         }
+        self.check_transaction_verified(batch, origin, guard)?;
         let entry = self.entry_or_empty(batch.producer_id());
         check_producer_epoch(&entry, batch, origin)?;
         if origin == AppendOrigin::Client {
-            check_sequence(&entry, batch)?;
+            let verification = self.verification_states.get(&batch.producer_id());
+            check_sequence(&entry, batch, verification)?;
         }
         check_txn_state(&entry, batch)?;
         Ok(AppendCheck::Accept)
@@ -574,6 +650,11 @@ impl ProducerStateManager {
                 None
             }
         };
+        // Kafka `UnifiedLog.updateProducers`: a transactional write (data or marker) ends the
+        // verification: the transaction now has a first offset, or is over.
+        if batch.is_transactional() && batch.producer_id().is_some() {
+            self.verification_states.remove(&batch.producer_id());
+        }
         self.map_end_offset = batch.next_offset();
         completed
     }
@@ -700,6 +781,7 @@ impl ProducerStateManager {
     pub fn on_log_start_offset_incremented(&mut self, log_start: Offset) {
         self.remove_unreplicated_transactions(log_start);
         self.map_end_offset = self.map_end_offset.max(log_start);
+        self.last_snap_offset = self.latest_snapshot_offset().unwrap_or(log_start);
     }
 
     fn remove_unreplicated_transactions(&mut self, offset: Offset) {
@@ -712,6 +794,9 @@ impl ProducerStateManager {
         self.producers.clear();
         self.ongoing_txns.clear();
         self.unreplicated_txns.clear();
+        // Kafka: every snapshot file is deleted, and `lastSnapOffset` restarts at 0.
+        self.snapshots.clear();
+        self.last_snap_offset = Offset(0);
         self.map_end_offset = offset;
     }
 
@@ -722,6 +807,9 @@ impl ProducerStateManager {
         let expiration = self.producer_id_expiration_ms;
         self.producers
             .retain(|_, e| !entry_expired(expiration, e, now_ms));
+        // Kafka: verification entries older than the expiration go too.
+        self.verification_states
+            .retain(|_, v| now_ms.saturating_sub(v.timestamp) < expiration);
     }
 
     /// Whether `entry` would be removed at `now_ms` (Kafka: `isProducerExpired`): no open
@@ -821,18 +909,23 @@ fn check_producer_epoch(
     })
 }
 
-/// Kafka: `ProducerAppendInfo.checkSequence` (client appends only, KIP-890 parts skipped).
+/// Kafka: `ProducerAppendInfo.checkSequence` (client appends only). KIP-890 part 1: while a
+/// verification entry exists, a first sequence above the lowest one it saw is out of order
+/// (a later batch of the transaction may not be written before its first).
 fn check_sequence(
     entry: &ProducerStateEntry,
     batch: &RecordBatch,
+    verification: Option<&VerificationStateEntry>,
 ) -> Result<(), ProducerStateError> {
     let first_seq = batch.base_sequence();
-    let ok = if batch.producer_epoch() != entry.producer_epoch {
-        // A new epoch must restart at 0, unless the producer is unknown (no epoch yet).
-        first_seq == Sequence(0) || entry.producer_epoch == ProducerEpoch::NONE
-    } else {
-        entry.producer_epoch == ProducerEpoch::NONE || in_sequence(entry.last_seq(), first_seq)
-    };
+    let verified_ok = verification.is_none_or(|v| first_seq <= v.lowest_sequence);
+    let ok = verified_ok
+        && if batch.producer_epoch() != entry.producer_epoch {
+            // A new epoch must restart at 0, unless the producer is unknown (no epoch yet).
+            first_seq == Sequence(0) || entry.producer_epoch == ProducerEpoch::NONE
+        } else {
+            entry.producer_epoch == ProducerEpoch::NONE || in_sequence(entry.last_seq(), first_seq)
+        };
     if ok {
         return Ok(());
     }

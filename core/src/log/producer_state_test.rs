@@ -6,17 +6,17 @@
 use super::*;
 use crate::record::{BatchBuilder, ControlRecord, RecordBatch, SimpleRecord};
 
-const PID: i64 = 1;
-const EPOCH: i16 = 0;
+pub(super) const PID: i64 = 1;
+pub(super) const EPOCH: i16 = 0;
 const EXPIRATION: i64 = DEFAULT_PRODUCER_ID_EXPIRATION_MS;
-const NOW: i64 = 1_000;
+pub(super) const NOW: i64 = 1_000;
 
-fn psm() -> ProducerStateManager {
+pub(super) fn psm() -> ProducerStateManager {
     ProducerStateManager::new(EXPIRATION)
 }
 
 /// A data batch of `count` records with sequences `seq..` at offsets `offset..`, timestamp `ts`.
-fn data_batch(
+pub(super) fn data_batch(
     pid: i64,
     epoch: i16,
     seq: i32,
@@ -35,7 +35,7 @@ fn data_batch(
     builder.base_offset(Offset(offset)).build(&records)
 }
 
-fn marker_batch(
+pub(super) fn marker_batch(
     pid: i64,
     epoch: i16,
     commit: bool,
@@ -60,7 +60,7 @@ fn pid_reset_batch(offset: i64, ts: i64) -> RecordBatch {
 }
 
 /// The log's append path (Kafka: `UnifiedLog.append`): validate, apply, complete the txn.
-fn append(
+pub(super) fn append(
     psm: &mut ProducerStateManager,
     batch: &RecordBatch,
     origin: AppendOrigin,
@@ -75,7 +75,7 @@ fn append(
 }
 
 /// Kafka's `appendClientEntry`: one record at `offset` with sequence `seq`.
-fn client(
+pub(super) fn client(
     psm: &mut ProducerStateManager,
     pid: i64,
     epoch: i16,
@@ -91,7 +91,7 @@ fn client(
 }
 
 /// Kafka's `appendReplicationEntry` (non-transactional, producer `PID`).
-fn replication(
+pub(super) fn replication(
     psm: &mut ProducerStateManager,
     epoch: i16,
     seq: i32,
@@ -106,7 +106,7 @@ fn replication(
 }
 
 /// Kafka's `appendEndTxnMarker` (origin COORDINATOR).
-fn end_txn(
+pub(super) fn end_txn(
     psm: &mut ProducerStateManager,
     pid: i64,
     epoch: i16,
@@ -121,12 +121,12 @@ fn end_txn(
     )
 }
 
-fn entry(psm: &ProducerStateManager, pid: i64) -> &ProducerStateEntry {
+pub(super) fn entry(psm: &ProducerStateManager, pid: i64) -> &ProducerStateEntry {
     psm.last_entry(ProducerId(pid))
         .expect("producer has an entry")
 }
 
-fn is_out_of_order(r: Result<AppendCheck, ProducerStateError>) -> bool {
+pub(super) fn is_out_of_order(r: Result<AppendCheck, ProducerStateError>) -> bool {
     matches!(r, Err(ProducerStateError::OutOfOrderSequence { .. }))
 }
 

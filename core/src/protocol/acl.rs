@@ -16,6 +16,7 @@ pub const WILDCARD_RESOURCE: &str = "*";
 
 /// Kafka `ResourceType` (without ANY/UNKNOWN).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum AclResourceType {
     /// `TOPIC`.
     Topic,
@@ -67,6 +68,7 @@ impl AclResourceType {
 
 /// Kafka `PatternType` of a binding: LITERAL or PREFIXED (MATCH and ANY are filter-only).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum PatternType {
     /// The name is the resource's name (or `*`: every resource).
     Literal,
@@ -76,6 +78,7 @@ pub enum PatternType {
 
 /// Kafka `AclOperation` (without ANY/UNKNOWN).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum AclOperation {
     /// `ALL`.
     All,
@@ -143,6 +146,7 @@ impl AclOperation {
 
 /// Kafka `AclPermissionType` (without ANY/UNKNOWN).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum AclPermissionType {
     /// `ALLOW`.
     Allow,
@@ -164,6 +168,7 @@ impl AclPermissionType {
 
 /// Kafka `ResourcePattern`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct ResourcePattern {
     /// Resource type.
     pub resource_type: AclResourceType,
@@ -189,6 +194,7 @@ impl ResourcePattern {
 
 /// Kafka `AccessControlEntry`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct AccessControlEntry {
     /// `Type:name`, e.g. `User:alice`.
     pub principal: String,
@@ -203,6 +209,7 @@ pub struct AccessControlEntry {
 /// Kafka `AclBinding`: a pattern and an entry. Two bindings with equal fields are the same
 /// ACL (the controller keeps one; `StandardAcl` equality).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct AclBinding {
     /// The resources.
     pub pattern: ResourcePattern,
@@ -263,6 +270,7 @@ impl fmt::Display for AclBinding {
 
 /// The pattern-type part of a filter (Kafka `PatternType` as a filter).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum PatternTypeFilter {
     /// `ANY`: any pattern type, the name compared literally.
     Any,
@@ -277,6 +285,7 @@ pub enum PatternTypeFilter {
 /// Kafka `AclBindingFilter` (`ResourcePatternFilter` + `AccessControlEntryFilter`);
 /// `None` = ANY.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct AclBindingFilter {
     /// Resource type.
     pub resource_type: Option<AclResourceType>,

@@ -17,6 +17,7 @@ use crate::types::{
 
 /// A request, by API.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum Request {
     // ------------------------------------------------------------ broker -> controller
     /// A broker (re)joins: Kafka's `BrokerRegistration`.
@@ -83,11 +84,13 @@ pub enum Request {
     /// Deletes topics.
     DeleteTopics {
         /// Topic names.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_names))]
         names: Vec<String>,
     },
     /// Raises a topic's partition count.
     CreatePartitions {
         /// Topic name.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_name))]
         topic: String,
         /// New total partition count.
         count: i32,
@@ -104,19 +107,23 @@ pub enum Request {
         /// The resource.
         resource: ConfigResource,
         /// `(key, Some(value))` sets, `(key, None)` deletes.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::config_ops))]
         ops: Vec<(String, Option<String>)>,
     },
     /// KIP-1279: creates a mirror (one `ConfigRecord` per config, resource `MIRROR`; the first
     /// mirror also creates `__mirror_state`).
     CreateMirror {
         /// Mirror name: topic-name rules, not ending in `.paused` / `.removed`.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::mirror_name))]
         mirror_name: String,
         /// Mirror configs; `source.cluster` is required.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::configs))]
         configs: BTreeMap<String, String>,
     },
     /// KIP-1279: deletes a mirror whose topics are all STOPPED.
     DeleteMirror {
         /// Mirror name.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::mirror_name))]
         mirror_name: String,
         /// KIP-1279 §6.6 `StateValidationOffset`: the metadata offset the broker validated the
         /// mirror's partition states at; the controller refuses the request if a topic's
@@ -126,6 +133,7 @@ pub enum Request {
     /// KIP-1279: starts (or, from STOPPED, restarts = failback) mirroring topics.
     StartMirrorTopics {
         /// Mirror name.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::mirror_name))]
         mirror_name: String,
         /// Topics, with the source's id and partition count (filled in by the broker).
         topics: Vec<MirrorTopic>,
@@ -140,8 +148,10 @@ pub enum Request {
     /// KIP-1279: stops mirroring topics (failover: they become writable once STOPPED).
     StopMirrorTopics {
         /// Mirror name.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::mirror_name))]
         mirror_name: String,
         /// Topic names.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_names))]
         topics: Vec<String>,
         /// B §6.1 `Patterns`: each is removed from `topics.include` when it is an entry
         /// there, else added to `topics.exclude`; the mirror's topics it matches are stopped
@@ -153,15 +163,19 @@ pub enum Request {
     /// KIP-1279: pauses mirroring topics (they stay read-only).
     PauseMirrorTopics {
         /// Mirror name.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::mirror_name))]
         mirror_name: String,
         /// Topic names.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_names))]
         topics: Vec<String>,
     },
     /// KIP-1279: resumes paused topics from their log end (no truncation).
     ResumeMirrorTopics {
         /// Mirror name.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::mirror_name))]
         mirror_name: String,
         /// Topic names.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_names))]
         topics: Vec<String>,
     },
     /// KIP-1279 latest (B §6, RecoverMirrorTopics): manual recovery of FAILED partitions,
@@ -170,8 +184,10 @@ pub enum Request {
     /// every broker); per-topic errors.
     RecoverMirrorTopics {
         /// Mirror name.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::mirror_name))]
         mirror_name: String,
         /// Topic names.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_names))]
         topics: Vec<String>,
     },
     /// KIP-1279: lists mirrors and their topics (answered by the controller from its image).
@@ -209,6 +225,7 @@ pub enum Request {
     /// KIP-1279: a partition leader reads states from the `__mirror_state` coordinator.
     ReadMirrorStates {
         /// Mirror name.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::mirror_name))]
         mirror_name: String,
         /// Topics and partitions to read.
         topics: Vec<ReadMirrorStatesTopic>,
@@ -217,6 +234,7 @@ pub enum Request {
     /// `__mirror_state` coordinator, fenced by leader epoch and state epoch.
     WriteMirrorStates {
         /// Mirror name.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::mirror_name))]
         mirror_name: String,
         /// Topics and partition states to write.
         topics: Vec<WriteMirrorStatesTopic>,
@@ -226,6 +244,7 @@ pub enum Request {
     /// entries; `mirror.name` is included, the syncer always drops it).
     DescribeTopicConfigs {
         /// Topic names.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_names))]
         topics: Vec<String>,
     },
     /// KIP-1279 metadata sync: the groups of the group coordinators this broker hosts
@@ -243,6 +262,7 @@ pub enum Request {
         /// Set by transactional producers.
         transactional_id: Option<String>,
         /// 0, 1 or -1 (all).
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::acks))]
         acks: i16,
         /// How long an acks=all request may wait.
         timeout_ms: i64,
@@ -290,6 +310,7 @@ pub enum Request {
     /// Locates a coordinator (Kafka: `FindCoordinator`).
     FindCoordinator {
         /// Group id or transactional id.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::id_string))]
         key: String,
         /// Which coordinator.
         kind: CoordinatorKind,
@@ -308,6 +329,7 @@ pub enum Request {
     /// Adds partitions to the ongoing transaction (Kafka: `AddPartitionsToTxn`).
     AddPartitionsToTxn {
         /// Transactional id.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::id_string))]
         transactional_id: String,
         /// Producer id.
         producer_id: ProducerId,
@@ -319,6 +341,7 @@ pub enum Request {
     /// Commits or aborts (Kafka: `EndTxn`).
     EndTxn {
         /// Transactional id.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::id_string))]
         transactional_id: String,
         /// Producer id.
         producer_id: ProducerId,
@@ -335,6 +358,7 @@ pub enum Request {
     /// Commits consumer offsets (Kafka: `OffsetCommit`).
     OffsetCommit {
         /// Group id.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::id_string))]
         group_id: String,
         /// Member committing, `None` for an admin/simple commit.
         member_id: Option<String>,
@@ -344,6 +368,7 @@ pub enum Request {
     /// Reads committed offsets (Kafka: `OffsetFetch`).
     OffsetFetch {
         /// Group id.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::id_string))]
         group_id: String,
         /// `None` = all partitions of the group.
         partitions: Option<Vec<TopicPartition>>,
@@ -352,8 +377,10 @@ pub enum Request {
     /// JoinGroup/SyncGroup/Heartbeat; assignment is done by the workload).
     GroupHeartbeat {
         /// Group id.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::id_string))]
         group_id: String,
         /// Member id.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::id_string))]
         member_id: String,
         /// Member expires after this long without a heartbeat.
         session_timeout_ms: i64,
@@ -361,8 +388,10 @@ pub enum Request {
     /// Removes a member (Kafka: `LeaveGroup`).
     LeaveGroup {
         /// Group id.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::id_string))]
         group_id: String,
         /// Member id.
+        #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::id_string))]
         member_id: String,
     },
 }
@@ -446,8 +475,8 @@ pub enum Response {
     },
     /// To `ListOffsets`.
     ListOffsets {
-        /// `(partition, error, offset, leader epoch)`.
-        partitions: Vec<(TopicPartition, ErrorCode, Offset, LeaderEpoch)>,
+        /// Per partition, in request order.
+        partitions: Vec<ListOffsetsPartitionResponse>,
     },
     /// To `DeleteRecords`.
     DeleteRecords {
@@ -556,30 +585,84 @@ pub enum Response {
 
 /// A topic to create.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct CreatableTopic {
     /// Name.
+    #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_name))]
     pub name: String,
     /// Partition count.
     pub num_partitions: i32,
     /// Replication factor (`-1` = the cluster default).
     pub replication_factor: i16,
     /// Topic configs.
+    #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::configs))]
     pub configs: BTreeMap<String, String>,
     /// KIP-1279 `MirrorInfo`: create with this id (the source topic's).
     pub topic_id: Option<TopicId>,
 }
 
-/// What `ListOffsets` asks for.
+/// What `ListOffsets` asks for: Kafka's `timestamp` field, its special values named.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum OffsetSpec {
-    /// The log start offset.
+    /// The log start offset (`EARLIEST_TIMESTAMP`, -2).
     Earliest,
-    /// HW (read_uncommitted) or LSO (read_committed).
+    /// HW (read_uncommitted) or LSO (read_committed); the LEO for a replica
+    /// (`LATEST_TIMESTAMP`, -1).
     Latest,
+    /// The record with the largest timestamp (`MAX_TIMESTAMP`, -3, KIP-734).
+    MaxTimestamp,
+    /// The local log start offset (`EARLIEST_LOCAL_TIMESTAMP`, -4, KIP-405): the log start
+    /// without tiered storage.
+    EarliestLocal,
+    /// The highest offset in remote storage (`LATEST_TIERED_TIMESTAMP`, -5, KIP-1005): offset
+    /// -1 without tiered storage.
+    LatestTiered,
+    /// The first offset not uploaded to remote storage (`EARLIEST_PENDING_UPLOAD_TIMESTAMP`,
+    /// -6, KIP-1023): offset -1 without tiered storage.
+    EarliestPendingUpload,
+    /// The first offset whose record timestamp is at or above this one. A negative value is
+    /// taken as Kafka's wire field would be: one of the special timestamps above, or, below
+    /// -6, a search that every record matches.
+    Timestamp(i64),
+}
+
+impl OffsetSpec {
+    /// Kafka's wire `timestamp` for this spec.
+    #[must_use]
+    pub fn timestamp(self) -> i64 {
+        use crate::log::offset_for_timestamp as t;
+        match self {
+            OffsetSpec::Earliest => t::EARLIEST_TIMESTAMP,
+            OffsetSpec::Latest => t::LATEST_TIMESTAMP,
+            OffsetSpec::MaxTimestamp => t::MAX_TIMESTAMP,
+            OffsetSpec::EarliestLocal => t::EARLIEST_LOCAL_TIMESTAMP,
+            OffsetSpec::LatestTiered => t::LATEST_TIERED_TIMESTAMP,
+            OffsetSpec::EarliestPendingUpload => t::EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+            OffsetSpec::Timestamp(ts) => ts,
+        }
+    }
+}
+
+/// One partition of a `ListOffsets` response (Kafka: `ListOffsetsPartitionResponse`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListOffsetsPartitionResponse {
+    /// Partition.
+    pub tp: TopicPartition,
+    /// Error.
+    pub error: ErrorCode,
+    /// The found record's timestamp; -1 (`UNKNOWN_TIMESTAMP`) for EARLIEST, LATEST and the
+    /// other special timestamps except MAX_TIMESTAMP, and for errors.
+    pub timestamp: i64,
+    /// The offset, -1 when none was found or on error.
+    pub offset: Offset,
+    /// The offset's leader epoch, -1 when unknown.
+    pub leader_epoch: LeaderEpoch,
 }
 
 /// Coordinator types for `FindCoordinator`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum CoordinatorKind {
     /// Consumer groups (`__consumer_offsets`).
     Group,
@@ -591,6 +674,7 @@ pub enum CoordinatorKind {
 
 /// One partition of a fetch request.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct FetchPartition {
     /// Partition.
     pub tp: TopicPartition,
@@ -644,6 +728,7 @@ pub struct ProducePartitionResponse {
 
 /// A transaction marker to write on a set of partitions.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct TxnMarker {
     /// Producer id.
     pub producer_id: ProducerId,
@@ -687,8 +772,10 @@ pub struct PartitionMetadata {
 
 /// KIP-1279 `MirrorTopicMetadata`: a topic to start mirroring, as the source describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct MirrorTopic {
     /// Name (the same on both clusters).
+    #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_name))]
     pub name: String,
     /// The source topic id; the destination topic is created with it. `ZERO` (pre-2.8
     /// source) = keep the existing id or generate one.
@@ -768,8 +855,10 @@ pub struct MirrorPartitionDescription {
 
 /// KIP-1279: one topic of a `ReadMirrorStates` request.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct ReadMirrorStatesTopic {
     /// Topic name.
+    #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_name))]
     pub name: String,
     /// Topic id (part of the `__mirror_state` key; carried so the coordinator needs no
     /// name lookup and a recreated topic never reads its predecessor's state).
@@ -819,8 +908,10 @@ pub struct MirrorPartitionStateData {
 
 /// KIP-1279: one topic of a `WriteMirrorStates` request.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct WriteMirrorStatesTopic {
     /// Topic name.
+    #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_name))]
     pub name: String,
     /// Topic id (part of the `__mirror_state` key).
     pub topic_id: TopicId,
@@ -830,6 +921,7 @@ pub struct WriteMirrorStatesTopic {
 
 /// KIP-1279: one partition state write.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct MirrorPartitionStateWrite {
     /// Partition index.
     pub partition: i32,

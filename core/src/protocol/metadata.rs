@@ -9,13 +9,14 @@ use crate::types::{BrokerId, LeaderEpoch, ProducerId, TopicId};
 
 /// Which config a `Config` record or `IncrementalAlterConfigs` addresses.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum ConfigResource {
     /// A topic, by name.
-    Topic(String),
+    Topic(#[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_name))] String),
     /// A broker (dynamic broker config).
     Broker(BrokerId),
     /// KIP-1279: a mirror (ConfigResource type `MIRROR`).
-    Mirror(String),
+    Mirror(#[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::mirror_name))] String),
 }
 
 /// A partition's registration (Kafka: `PartitionRegistration`).
@@ -141,6 +142,7 @@ pub const MIRROR_REMOVED_SUFFIX: &str = ".removed";
 /// The desired state of a mirror topic as the controller records it (seed: the suffix of
 /// `mirror.name`). Partition states (PREPARING, STOPPING, ...) are the brokers' business.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum DesiredMirrorState {
     /// `<mirror>`: mirror the topic (read-only).
     Mirroring,

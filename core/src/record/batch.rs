@@ -310,6 +310,52 @@ impl RecordBatch {
         self.header.max_timestamp
     }
 
+    /// Timestamp of the first record (the header's `baseTimestamp`).
+    #[must_use]
+    pub fn base_timestamp(&self) -> i64 {
+        self.header.base_timestamp
+    }
+
+    /// Each record's timestamp, in offset order (Kafka: `Record.timestamp()`): the batch's
+    /// max timestamp for a LOG_APPEND_TIME batch (`DefaultRecordBatch` hands it to every
+    /// record), else `baseTimestamp + timestampDelta`, wrapping as Java's long arithmetic does.
+    #[must_use]
+    pub fn record_timestamps(&self) -> Vec<i64> {
+        let append_time = self.timestamp_type() == TimestampType::LogAppendTime;
+        self.records()
+            .iter()
+            .map(|r| {
+                if append_time {
+                    self.header.max_timestamp
+                } else {
+                    self.header.base_timestamp.wrapping_add(r.timestamp_delta)
+                }
+            })
+            .collect()
+    }
+
+    /// Each record's offset and timestamp, in offset order.
+    #[must_use]
+    pub fn record_offsets_and_timestamps(&self) -> Vec<(Offset, i64)> {
+        let base = self.header.base_offset;
+        self.records()
+            .iter()
+            .zip(self.record_timestamps())
+            .map(|(r, ts)| (base.plus(i64::from(r.offset_delta)), ts))
+            .collect()
+    }
+
+    /// The offset of the first record whose timestamp is the batch's max timestamp, `None` if
+    /// no record has it (Kafka: `RecordBatch.offsetOfMaxTimestamp`, which iterates the records:
+    /// a batch's stored max timestamp is what its writer put there).
+    #[must_use]
+    pub fn offset_of_max_timestamp(&self) -> Option<Offset> {
+        self.record_offsets_and_timestamps()
+            .into_iter()
+            .find(|&(_, ts)| ts == self.header.max_timestamp)
+            .map(|(o, _)| o)
+    }
+
     /// Timestamp type attribute.
     #[must_use]
     pub fn timestamp_type(&self) -> TimestampType {
@@ -470,7 +516,9 @@ impl BatchBuilder {
             .iter()
             .enumerate()
             .map(|(i, r)| Record {
-                timestamp_delta: r.timestamp - base_ts,
+                // Java long arithmetic (`MemoryRecordsBuilder`): the delta wraps, and a reader's
+                // `baseTimestamp + delta` wraps back to the record's timestamp.
+                timestamp_delta: r.timestamp.wrapping_sub(base_ts),
                 offset_delta: i as i32,
                 key: r.key.clone(),
                 value: r.value.clone(),

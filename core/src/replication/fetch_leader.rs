@@ -12,6 +12,7 @@ use crate::types::{BrokerId, LeaderEpoch, Offset, OffsetAndEpoch};
 
 /// How far a fetch may read (Kafka: `FetchIsolation`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum FetchIsolation {
     /// Up to the log end offset: follower and mirror fetches (`FetchIsolation.LOG_END`).
     LogEnd,

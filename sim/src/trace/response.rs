@@ -110,8 +110,15 @@ pub(super) fn write(out: &mut String, r: &Response, answers: Option<&'static str
             }
         }
         R::ListOffsets { partitions } => {
-            for (tp, e, o, le) in partitions {
-                w!(out, " {tp}({e} off={o} le={le})");
+            for p in partitions {
+                let (tp, e, o, le) = (&p.tp, p.error, p.offset, p.leader_epoch);
+                // The timestamp only when there is one (a timestamp or MAX_TIMESTAMP lookup),
+                // so EARLIEST / LATEST answers print as they always did.
+                if p.timestamp == -1 {
+                    w!(out, " {tp}({e} off={o} le={le})");
+                } else {
+                    w!(out, " {tp}({e} ts={} off={o} le={le})", p.timestamp);
+                }
             }
         }
         R::DeleteRecords { partitions } => {

@@ -608,7 +608,7 @@ impl Consumer {
         let answers: BTreeMap<TopicPartition, (ErrorCode, Offset, LeaderEpoch)> = match resp {
             Some(Response::ListOffsets { partitions }) => partitions
                 .into_iter()
-                .map(|(tp, e, o, ep)| (tp, (e, o, ep)))
+                .map(|p| (p.tp, (p.error, p.offset, p.leader_epoch)))
                 .collect(),
             _ => BTreeMap::new(),
         };

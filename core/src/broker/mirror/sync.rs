@@ -558,13 +558,15 @@ impl Broker {
             }
             SyncStep::DestOffsets(spec) => {
                 if let Some(Response::ListOffsets { partitions }) = resp {
-                    let into = match spec {
-                        OffsetSpec::Earliest => &mut r.log_start,
-                        OffsetSpec::Latest => &mut r.log_end,
+                    // The sync asks for EARLIEST and LATEST only.
+                    let into = if spec == OffsetSpec::Earliest {
+                        &mut r.log_start
+                    } else {
+                        &mut r.log_end
                     };
-                    for (tp, e, o, epoch) in partitions {
-                        if e.is_ok() && o.0 >= 0 {
-                            into.insert(tp, (o, epoch));
+                    for p in partitions {
+                        if p.error.is_ok() && p.offset.0 >= 0 {
+                            into.insert(p.tp, (p.offset, p.leader_epoch));
                         }
                     }
                 }
