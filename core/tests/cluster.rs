@@ -228,6 +228,7 @@ fn unclean_election_loses_exactly_the_unreplicated_suffix_and_the_old_leader_tru
         Request::ElectLeaders {
             partitions: vec![tp.clone()],
             unclean: true,
+            test_only_candidate: None,
         },
     );
     net.run_for_ms(2_000);
@@ -499,4 +500,84 @@ fn a_transaction_left_open_times_out_and_is_aborted() {
         "timed out and aborted"
     );
     assert_eq!(log.last_stable_offset(), log.high_watermark());
+}
+
+/// The `TestTruncateLog` hook on `to`: its per-partition error.
+fn test_truncate(net: &mut MiniNet, to: BrokerId, tp: &TopicPartition, offset: i64) -> ErrorCode {
+    let req = Request::TestTruncateLog {
+        partition: tp.clone(),
+        offset: Offset(offset),
+    };
+    let id = net.request(client(), NodeId::broker(C, to), req);
+    net.run_for_ms(10);
+    match net.take_response(client(), id) {
+        Some(Response::PartitionErrors { results }) => results[0].1,
+        other => panic!("TestTruncateLog: {other:?}"),
+    }
+}
+
+fn test_hook_truncations(net: &MiniNet) -> Vec<(NodeId, Offset, Offset)> {
+    net.events
+        .iter()
+        .filter_map(|(_, n, e)| match e {
+            mirror_core::broker::Event::Truncated {
+                from,
+                to,
+                cause: mirror_core::broker::output::TruncationCause::TestHook,
+                ..
+            } => Some((*n, *from, *to)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_truncate_log_hook_cuts_one_replica_as_unified_log_truncate_to_does() {
+    // Kafka's tests call `UnifiedLog.truncateTo(offset)` on one broker's log. A follower cut
+    // re-fetches from the leader; a leader cut makes the followers diverge and truncate too.
+    let mut net = cluster(3);
+    create_topic(&mut net, "orders", 1, 3, &[]);
+    let tp = TopicPartition::new("orders", 0);
+    let leader = leader_of(&net, &tp);
+    for seq in [0, 3] {
+        assert!(produce(&mut net, leader, &tp, seq, 3, -1).is_some());
+    }
+    net.run_for_ms(1_000);
+    let follower = BrokerId((leader.0 + 1) % 3);
+    assert_eq!(log_of(&net, follower.0, &tp), (Offset(6), Offset(6)));
+    // Refusals and no-ops.
+    assert_eq!(
+        test_truncate(&mut net, follower, &TopicPartition::new("nope", 0), 1),
+        ErrorCode::UnknownTopicOrPartition
+    );
+    assert_eq!(
+        test_truncate(&mut net, follower, &tp, -1),
+        ErrorCode::InvalidRequest
+    );
+    assert_eq!(test_truncate(&mut net, follower, &tp, 6), ErrorCode::None);
+    assert!(
+        test_hook_truncations(&net).is_empty(),
+        "at the LEO: a no-op"
+    );
+    // A follower: cut, then it fetches the tail again.
+    assert_eq!(test_truncate(&mut net, follower, &tp, 3), ErrorCode::None);
+    assert_eq!(
+        test_hook_truncations(&net),
+        vec![(NodeId::broker(C, follower), Offset(6), Offset(3))]
+    );
+    net.run_for_ms(1_000);
+    assert_eq!(log_of(&net, follower.0, &tp), (Offset(6), Offset(6)));
+    // The leader: its HW follows its LEO down, and the followers cut their tails.
+    assert_eq!(test_truncate(&mut net, leader, &tp, 3), ErrorCode::None);
+    assert_eq!(log_of(&net, leader.0, &tp), (Offset(3), Offset(3)));
+    net.run_for_ms(2_000);
+    for b in 0..3 {
+        assert_eq!(log_of(&net, b, &tp).0, Offset(3), "broker {b}");
+    }
+    // To the first batch's base: every batch goes (Kafka truncates fully only below it).
+    assert_eq!(test_truncate(&mut net, follower, &tp, 0), ErrorCode::None);
+    assert_eq!(
+        test_hook_truncations(&net).last(),
+        Some(&(NodeId::broker(C, follower), Offset(3), Offset(0)))
+    );
 }

@@ -17,6 +17,10 @@ use support::MiniNet;
 const C: ClusterIdx = ClusterIdx(0);
 
 fn cluster(n: i32) -> MiniNet {
+    cluster_with(n, mirror_core::mirror::Design::default())
+}
+
+fn cluster_with(n: i32, design: mirror_core::mirror::Design) -> MiniNet {
     let mut net = MiniNet::new();
     net.add(
         NodeId::controller(C),
@@ -26,7 +30,8 @@ fn cluster(n: i32) -> MiniNet {
         ))),
     );
     for i in 0..n {
-        let cfg = BrokerConfig::new(C, BrokerId(i));
+        let mut cfg = BrokerConfig::new(C, BrokerId(i));
+        cfg.mirror_design = design;
         net.add(
             NodeId::broker(C, BrokerId(i)),
             support::AnyNode::Broker(Box::new(Broker::new(cfg, 1, BTreeMap::new()))),
@@ -104,7 +109,12 @@ fn brokers_forward_mirror_admin_requests_to_the_controller() {
         state_validation_offset: None,
     };
     assert_eq!(top_error(&call(&mut net, stop)), ErrorCode::None);
-    let Response::ListMirrors { error, mirrors } = call(&mut net, Request::ListMirrors {}) else {
+    let Response::ListMirrors { error, mirrors } = call(
+        &mut net,
+        Request::ListMirrors {
+            filter: mirror_core::protocol::messages::ListMirrorsFilter::default(),
+        },
+    ) else {
         panic!("ListMirrors")
     };
     assert_eq!((error, mirrors.len()), (ErrorCode::None, 1));
@@ -146,4 +156,85 @@ fn describe_read_and_write_mirror_states_are_answered_by_the_broker() {
         },
     );
     assert!(matches!(r, Response::WriteMirrorStates { .. }), "{r:?}");
+}
+
+#[test]
+fn describe_mirrors_reports_the_partitions_a_broker_leads_and_recover_knows_its_mirrors() {
+    // Goal: DescribeMirrors without lookups is the describe of B §6 (API 99): per mirror,
+    // per topic, the partitions this broker leads with their state, offsets, LME/LMO, retry
+    // attempt and reason; a requested mirror that does not exist is UNKNOWN_CLUSTER_MIRROR.
+    // RecoverMirrorTopics (latest) of an unknown mirror answers UNKNOWN_CLUSTER_MIRROR.
+    let mut net = cluster_with(
+        1,
+        mirror_core::mirror::Design::parse("latest").expect("latest"),
+    );
+    let r = call(
+        &mut net,
+        Request::CreateMirror {
+            mirror_name: "m1".into(),
+            configs: [("source.cluster".to_string(), "src".to_string())].into(),
+        },
+    );
+    assert_eq!(top_error(&r), ErrorCode::None);
+    let r = call(
+        &mut net,
+        Request::StartMirrorTopics {
+            mirror_name: "m1".into(),
+            topics: vec![MirrorTopic {
+                name: "orders".into(),
+                topic_id: TopicId(0xfeed),
+                num_partitions: 2,
+            }],
+            state_validation_offset: None,
+        },
+    );
+    assert_eq!(top_error(&r), ErrorCode::None);
+    net.run_for_ms(2_000);
+    let r = call(
+        &mut net,
+        Request::DescribeMirrors {
+            mirror_names: Some(vec!["m1".into(), "nope".into()]),
+            cluster_id: None,
+            last_mirror_epoch_lookups: vec![],
+        },
+    );
+    let Response::DescribeMirrors { mirrors } = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(mirrors.len(), 2);
+    assert_eq!(
+        (mirrors[1].mirror_name.as_str(), mirrors[1].error),
+        ("nope", ErrorCode::UnknownClusterMirror)
+    );
+    let m = &mirrors[0];
+    assert_eq!((m.error, m.source.as_str()), (ErrorCode::None, "src"));
+    assert_eq!(m.topics.len(), 1);
+    let t = &m.topics[0];
+    assert_eq!(t.name, "orders");
+    assert_eq!(
+        t.partitions.iter().map(|p| p.partition).collect::<Vec<_>>(),
+        vec![0, 1],
+        "the only broker leads both"
+    );
+    for p in &t.partitions {
+        // No source to fetch from (no `source.cluster.index`): never mirroring, no offsets.
+        assert_ne!(p.state, "MIRRORING", "{p:?}");
+        assert_eq!((p.source_offset, p.destination_offset), (-1, -1), "{p:?}");
+        assert_eq!(
+            (p.last_mirror_epoch, p.last_mirror_offset),
+            (-1, -1),
+            "{p:?}"
+        );
+    }
+    let r = call(
+        &mut net,
+        Request::RecoverMirrorTopics {
+            mirror_name: "nope".into(),
+            topics: vec!["orders".into()],
+        },
+    );
+    let Response::TopicErrors { results } = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(results[0].1, ErrorCode::UnknownClusterMirror);
 }

@@ -1210,7 +1210,15 @@ fn delete_mirror_is_refused_while_desired_removed_but_a_partition_is_still_stopp
             "still stopping"
         );
         // The refusal changed nothing: the mirror is still there.
-        let listed = w.request_to(DST, leader, Request::ListMirrors {}).await;
+        let listed = w
+            .request_to(
+                DST,
+                leader,
+                Request::ListMirrors {
+                    filter: mirror_core::protocol::messages::ListMirrorsFilter::default(),
+                },
+            )
+            .await;
         assert!(
             matches!(&listed, Some(Response::ListMirrors { mirrors, .. }) if mirrors.len() == 1),
             "{listed:?}"

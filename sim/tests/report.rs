@@ -226,3 +226,50 @@ fn dumped_segments_parse_back_with_indexes_at_batch_starts() {
     assert_eq!(id.trim_end().len(), 22, "Kafka's base64 Uuid: {meta}");
     std::fs::remove_dir_all(&dir).expect("cleanup");
 }
+
+#[test]
+fn a_scenario_report_shows_each_batch_s_kind_in_the_final_logs() {
+    // The stop of s03 leaves data, transactional data, COMMIT, ABORT and the KIP-1279
+    // MIRROR_PID_RESET in the destination log, then the new primary's own writes: the report
+    // names and colours each kind.
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/s03_stop_with_committed_aborted_and_open_transactions.toml");
+    let sc = mirror_sim::scenario::Scenario::load(&path).expect("scenario");
+    let tap = Tap::recording();
+    let opts = mirror_sim::scenario::RunOptions {
+        tap: Some(tap.clone()),
+        ..mirror_sim::scenario::RunOptions::default()
+    };
+    let o = mirror_sim::scenario::run_scenario(&sc, &opts);
+    assert!(o.passed(), "{:?}", o.verdict);
+    let run = o.report.as_ref().expect("report");
+    let timeline = tap.timeline(run, o.violation.as_ref()).expect("recording");
+    let lane = timeline
+        .lanes
+        .iter()
+        .find(|(k, _)| k.cluster == 1 && k.topic == "orders" && k.partition == 0)
+        .map(|(_, l)| l)
+        .expect("dst orders-0 lane");
+    let kinds: Vec<&str> = lane
+        .final_log
+        .as_ref()
+        .expect("a live replica at the end")
+        .runs
+        .iter()
+        .map(|r| r.kind.as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["data", "txn", "commit", "txn", "abort", "pid_reset", "data"],
+        "runs of one kind and epoch merged"
+    );
+    let html = render(&timeline, &RunSummary::from_scenario(&o));
+    assert!(html.contains("<h2>Logs at the end of the run</h2>"));
+    for kind in ["data", "txn", "commit", "abort", "pid_reset"] {
+        assert!(
+            html.contains(&format!("<tr class=\"kind-{kind}\">")),
+            "a {kind} row"
+        );
+    }
+    assert!(html.contains("<td>16-16</td><td>"), "the PID reset at 16");
+}

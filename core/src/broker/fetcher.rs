@@ -11,6 +11,7 @@ use crate::protocol::messages::{
     FetchPartition, FetchPartitionResponse, ListOffsetsPartitionResponse, OffsetSpec,
 };
 use crate::protocol::{ErrorCode, Request};
+use crate::record::RecordBatch;
 use crate::replication::fetch_follower::{
     FetchErrorAction, FollowerFetchState, OutOfRangeAction, classify_fetch_error,
     mirror_follower_out_of_range_action, reset_offset_after_out_of_range, truncation_offset,
@@ -215,6 +216,45 @@ impl Broker {
                 cause,
             });
         }
+    }
+
+    /// The `TestTruncateLog` hook: Kafka's tests calling `UnifiedLog.truncateTo(offset)` on
+    /// this broker's replica. As `truncateTo`: a no-op at or above the LEO, a restart of the
+    /// log at `offset` when it lies below the first batch (`truncateFullyAndStartAt`), else
+    /// the batches from `offset` on go. A fetcher that fetches this replica (as a follower or
+    /// a mirror leader) continues from the new log end.
+    pub(super) fn test_truncate_log(&mut self, tp: &TopicPartition, offset: Offset) -> ErrorCode {
+        let Some(p) = self.partitions.get(tp) else {
+            return ErrorCode::UnknownTopicOrPartition;
+        };
+        if offset.0 < 0 {
+            return ErrorCode::InvalidRequest;
+        }
+        if offset >= p.log.log_end_offset() {
+            return ErrorCode::None;
+        }
+        let first_base = p.log.batches().next().map(RecordBatch::base_offset);
+        if first_base.map_or(offset < p.log.log_start_offset(), |b| b > offset) {
+            self.truncate_replica_fully(tp, offset, TruncationCause::TestHook);
+        } else {
+            self.truncate_replica(tp, offset, TruncationCause::TestHook);
+        }
+        let p = &self.partitions[tp];
+        let (state, leo, epoch) = (
+            p.fetching_from_log_end(),
+            p.log.log_end_offset(),
+            p.log.latest_epoch(),
+        );
+        for f in self.fetchers.values_mut() {
+            if let Some(part) = f.partitions.get_mut(tp) {
+                part.state = state;
+            }
+        }
+        if let Some(part) = self.mirror_fetch.parts.get_mut(tp) {
+            part.fetch_offset = leo;
+            part.last_fetched_epoch = epoch;
+        }
+        ErrorCode::None
     }
 
     /// Kafka `Partition.appendRecordsToFollowerOrFutureReplica` on

@@ -153,12 +153,26 @@ impl Broker {
                 self.respond(from, id, Response::TopicErrors { results });
             }
             Request::DescribeMirrors {
+                mirror_names,
                 cluster_id,
                 last_mirror_epoch_lookups,
-                ..
             } => {
-                let r = self.handle_describe_mirrors(cluster_id, last_mirror_epoch_lookups);
+                let r = if last_mirror_epoch_lookups.is_empty() {
+                    self.describe_mirrors(mirror_names.as_deref())
+                } else {
+                    self.handle_describe_mirrors(cluster_id, last_mirror_epoch_lookups)
+                };
                 self.respond(from, id, r);
+            }
+            Request::TestTruncateLog { partition, offset } => {
+                let error = self.test_truncate_log(&partition, offset);
+                self.respond(
+                    from,
+                    id,
+                    Response::PartitionErrors {
+                        results: vec![(partition, error)],
+                    },
+                );
             }
             Request::ReadMirrorStates {
                 mirror_name,

@@ -71,6 +71,9 @@ pub enum TruncationCause {
     Recovery,
     /// KIP-1279 mirror rules (LME truncation, LSO truncation at stop).
     Mirror,
+    /// A test called `UnifiedLog.truncateTo` on this replica directly (the
+    /// `TestTruncateLog` hook: a simulated unclean election or lost tail).
+    TestHook,
 }
 
 /// A fact about the broker, for traces and checkers.

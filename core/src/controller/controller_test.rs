@@ -568,6 +568,7 @@ fn unclean_election_happens_only_when_enabled_or_requested() {
         Request::ElectLeaders {
             partitions: vec![tp("t", 0), tp("nope", 0)],
             unclean: true,
+            test_only_candidate: None,
         },
     );
     assert_eq!(
@@ -601,6 +602,7 @@ fn unclean_election_happens_only_when_enabled_or_requested() {
         Request::ElectLeaders {
             partitions: vec![tp("t", 0)],
             unclean: true,
+            test_only_candidate: None,
         },
     );
     assert_eq!(
@@ -682,6 +684,7 @@ fn preferred_election_restores_the_first_replica() {
         Request::ElectLeaders {
             partitions: vec![tp("t", 0)],
             unclean: false,
+            test_only_candidate: None,
         },
     );
     assert_eq!(
@@ -705,6 +708,7 @@ fn preferred_election_restores_the_first_replica() {
         Request::ElectLeaders {
             partitions: vec![tp("t", 0)],
             unclean: false,
+            test_only_candidate: None,
         },
     );
     assert_eq!(
@@ -741,6 +745,7 @@ fn preferred_election_restores_the_first_replica() {
         Request::ElectLeaders {
             partitions: vec![tp("t", 0)],
             unclean: false,
+            test_only_candidate: None,
         },
     );
     assert_eq!(
@@ -1492,4 +1497,81 @@ fn requests_a_controller_does_not_serve_get_an_error_and_other_clusters_get_not_
         }),
     );
     assert!(h.drain().is_empty());
+}
+
+#[test]
+fn an_unclean_election_test_hook_elects_its_candidate_as_if_the_others_were_down() {
+    // Kafka's tests choose an unclean leader by shutting the other replicas down
+    // (`PartitionChangeBuilder.electLeader` takes the first acceptable replica in assignment
+    // order); `test_only_candidate` is that choice without the shutdowns.
+    let mut h = Harness::new();
+    for b in 1..=3 {
+        h.join(at(0), b);
+    }
+    h.create_with(at(0), topic("t", 1, 3));
+    let p = h.partition("t", 0);
+    let leader = p.leader.expect("leader");
+    let e_leader = h.c.image().broker_epoch(leader).expect("epoch");
+    let (r, _) = h.call_as(
+        at(1),
+        leader.0,
+        Request::AlterPartition {
+            broker_id: leader,
+            broker_epoch: e_leader,
+            tp: tp("t", 0),
+            leader_epoch: p.leader_epoch,
+            partition_epoch: p.partition_epoch,
+            new_isr: vec![leader],
+        },
+    );
+    assert!(
+        matches!(
+            r,
+            Response::AlterPartition {
+                error: ErrorCode::None,
+                ..
+            }
+        ),
+        "{r:?}"
+    );
+    h.heartbeat(at(2), leader.0, e_leader, true);
+    assert_eq!(h.partition("t", 0).leader, None);
+    let others: Vec<BrokerId> = p
+        .replicas
+        .iter()
+        .copied()
+        .filter(|b| *b != leader)
+        .collect();
+    let last = *others.last().expect("two others");
+    let elect = |h: &mut Harness, t: i64, candidate: BrokerId| {
+        h.call(
+            at(t),
+            Request::ElectLeaders {
+                partitions: vec![tp("t", 0)],
+                unclean: true,
+                test_only_candidate: Some(candidate),
+            },
+        )
+        .0
+    };
+    // The fenced old leader is not acceptable: nothing changes.
+    assert_eq!(
+        elect(&mut h, 3, leader),
+        Response::PartitionErrors {
+            results: vec![(tp("t", 0), ErrorCode::EligibleLeadersNotAvailable)]
+        }
+    );
+    assert_eq!(h.partition("t", 0).leader, None);
+    // The last live replica in assignment order, not the first one.
+    assert_eq!(
+        elect(&mut h, 4, last),
+        Response::PartitionErrors {
+            results: vec![(tp("t", 0), ErrorCode::None)]
+        }
+    );
+    let p = h.partition("t", 0);
+    assert_eq!(p.leader, Some(last));
+    assert_eq!(p.isr, vec![last]);
+    // Without the hook the controller takes the first acceptable replica (test above).
+    assert_ne!(others[0], last);
 }

@@ -37,7 +37,10 @@ use thiserror::Error;
 use super::quorum_controller::Controller;
 use super::replication::{self, TopicError};
 use crate::broker::MetadataImage;
-use crate::protocol::messages::{CreatableTopic, MirrorListing, MirrorTopic, MirrorTopicResult};
+use crate::broker::mirror::coordinator::SOURCE_CLUSTER_INDEX_CONFIG;
+use crate::protocol::messages::{
+    CreatableTopic, ListMirrorsFilter, MirrorListing, MirrorTopic, MirrorTopicResult,
+};
 use crate::protocol::metadata::{
     ConfigResource, DesiredMirrorState, MIRROR_NAME_CONFIG, MIRROR_PAUSED_SUFFIX,
     MIRROR_REMOVED_SUFFIX, MIRROR_SOURCE_CLUSTER_CONFIG, MIRROR_SOURCE_CLUSTER_ID_CONFIG,
@@ -283,22 +286,36 @@ pub fn mirror_topics(image: &MetadataImage, mirror: &str) -> Vec<(String, Desire
         .collect()
 }
 
-/// Every mirror with its source and topics (the answer to `ListMirrors`).
+/// The mirrors `filter` selects, each with its source and the topics whose desired state
+/// the filter lists (the answer to `ListMirrors`; prototype `ListClusterMirrors`). The
+/// source cluster id is the learned `source.cluster.id`, else the source's id in this world
+/// (`source.cluster.index`, the id DescribeMirrors lookups are matched against).
 #[must_use]
-pub fn list_mirrors(image: &MetadataImage) -> Vec<MirrorListing> {
+pub fn list_mirrors(image: &MetadataImage, filter: &ListMirrorsFilter) -> Vec<MirrorListing> {
     image
         .configs
         .iter()
         .filter_map(|(r, c)| match r {
-            ConfigResource::Mirror(name) if !c.is_empty() => Some(MirrorListing {
-                mirror_name: name.clone(),
-                source: c
-                    .get(MIRROR_SOURCE_CLUSTER_CONFIG)
-                    .cloned()
-                    .unwrap_or_default(),
-                source_cluster_id: c.get(MIRROR_SOURCE_CLUSTER_ID_CONFIG).cloned(),
-                topics: mirror_topics(image, name),
-            }),
+            ConfigResource::Mirror(name) if !c.is_empty() => {
+                let source_cluster_id = c
+                    .get(MIRROR_SOURCE_CLUSTER_ID_CONFIG)
+                    .or_else(|| c.get(SOURCE_CLUSTER_INDEX_CONFIG))
+                    .cloned();
+                filter
+                    .lists_mirror(name, source_cluster_id.as_deref())
+                    .then(|| MirrorListing {
+                        mirror_name: name.clone(),
+                        source: c
+                            .get(MIRROR_SOURCE_CLUSTER_CONFIG)
+                            .cloned()
+                            .unwrap_or_default(),
+                        source_cluster_id,
+                        topics: mirror_topics(image, name)
+                            .into_iter()
+                            .filter(|(_, d)| filter.lists_topic(*d))
+                            .collect(),
+                    })
+            }
             _ => None,
         })
         .collect()
@@ -858,10 +875,10 @@ impl Controller {
     }
 
     /// KIP-1279 `ListMirrors`, from the image.
-    pub(super) fn on_list_mirrors(&self) -> Response {
+    pub(super) fn on_list_mirrors(&self, filter: &ListMirrorsFilter) -> Response {
         Response::ListMirrors {
             error: ErrorCode::None,
-            mirrors: list_mirrors(self.image()),
+            mirrors: list_mirrors(self.image(), filter),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::broker::{Message, Node, Output};
-use crate::protocol::messages::{MirrorListing, MirrorTopic, MirrorTopicResult};
+use crate::protocol::messages::{ListMirrorsFilter, MirrorListing, MirrorTopic, MirrorTopicResult};
 use crate::protocol::metadata::{
     ConfigResource, DesiredMirrorState, MIRROR_STATE_TOPIC, MetadataRecord, MirrorMembership,
 };
@@ -649,7 +649,10 @@ fn delete_mirror_is_refused_while_any_topic_is_not_stopped_then_clears_everythin
     }
     assert!(!mirror_admin::mirror_exists(h.c.image(), "m1"));
     assert_eq!(
-        h.call(Request::ListMirrors {}).0,
+        h.call(Request::ListMirrors {
+            filter: ListMirrorsFilter::default()
+        })
+        .0,
         Response::ListMirrors {
             error: ErrorCode::None,
             mirrors: vec![]
@@ -726,7 +729,10 @@ fn list_mirrors_reports_sources_and_topics_with_desired_states() {
     h.create_mirror("m2");
     mirror_topic_in(&mut h, "m1", "b", DesiredMirrorState::Paused);
     mirror_topic_in(&mut h, "m1", "a", DesiredMirrorState::Mirroring);
-    let (r, records) = h.call(Request::ListMirrors {});
+    mirror_topic_in(&mut h, "m1", "c", DesiredMirrorState::Stopped);
+    let (r, records) = h.call(Request::ListMirrors {
+        filter: ListMirrorsFilter::default(),
+    });
     assert!(records.is_empty());
     assert_eq!(
         r,
@@ -750,6 +756,95 @@ fn list_mirrors_reports_sources_and_topics_with_desired_states() {
                 },
             ],
         }
+    );
+}
+
+#[test]
+fn list_mirrors_filters_mirrors_by_name_and_source_and_topics_by_desired_state() {
+    // Goal: the prototype's ListClusterMirrorsOptions (integration test
+    // testListClusterMirrorsFilters): name and source-cluster-id filters select mirrors; the
+    // desired-state filter (default MIRRORING + PAUSED) selects the topics under each mirror,
+    // which is listed even with none.
+    let mut h = Harness::new(1);
+    h.call(Request::CreateMirror {
+        mirror_name: "m1".into(),
+        configs: configs(&[("source.cluster", "src"), ("source.cluster.id", "cid")]),
+    });
+    h.call(Request::CreateMirror {
+        mirror_name: "m2".into(),
+        configs: configs(&[("source.cluster", "src"), ("source.cluster.index", "0")]),
+    });
+    mirror_topic_in(&mut h, "m1", "a", DesiredMirrorState::Mirroring);
+    mirror_topic_in(&mut h, "m2", "b", DesiredMirrorState::Stopped);
+    let list = |h: &mut Harness,
+                filter: ListMirrorsFilter|
+     -> Vec<(String, Option<String>, Vec<String>)> {
+        match h.call(Request::ListMirrors { filter }).0 {
+            Response::ListMirrors {
+                error: ErrorCode::None,
+                mirrors,
+            } => mirrors
+                .into_iter()
+                .map(|m| {
+                    let topics = m.topics.into_iter().map(|(t, _)| t).collect();
+                    (m.mirror_name, m.source_cluster_id, topics)
+                })
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let row = |m: &str, id: &str, topics: &[&str]| {
+        (
+            m.to_string(),
+            Some(id.to_string()),
+            topics.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+        )
+    };
+    // Default: both mirrors; the source id falls back to the model's cluster index.
+    assert_eq!(
+        list(&mut h, ListMirrorsFilter::default()),
+        vec![row("m1", "cid", &["a"]), row("m2", "0", &[])]
+    );
+    let names = |n: &[&str]| Some(n.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert_eq!(
+        list(
+            &mut h,
+            ListMirrorsFilter {
+                mirror_names: names(&["m2"]),
+                ..ListMirrorsFilter::default()
+            }
+        ),
+        vec![row("m2", "0", &[])]
+    );
+    assert_eq!(
+        list(
+            &mut h,
+            ListMirrorsFilter {
+                mirror_names: names(&["nope"]),
+                ..ListMirrorsFilter::default()
+            }
+        ),
+        vec![]
+    );
+    assert_eq!(
+        list(
+            &mut h,
+            ListMirrorsFilter {
+                source_cluster_ids: names(&["cid"]),
+                ..ListMirrorsFilter::default()
+            }
+        ),
+        vec![row("m1", "cid", &["a"])]
+    );
+    assert_eq!(
+        list(
+            &mut h,
+            ListMirrorsFilter {
+                desired_states: Some(vec![DesiredMirrorState::Stopped]),
+                ..ListMirrorsFilter::default()
+            }
+        ),
+        vec![row("m1", "cid", &[]), row("m2", "0", &["b"])]
     );
 }
 

@@ -421,7 +421,8 @@ impl Controller {
             Request::ElectLeaders {
                 partitions,
                 unclean,
-            } => self.on_elect_leaders(&partitions, unclean),
+                test_only_candidate,
+            } => self.on_elect_leaders(&partitions, unclean, test_only_candidate),
             Request::IncrementalAlterConfigs { resource, ops } => {
                 self.on_incremental_alter_configs(&resource, &ops)
             }
@@ -468,7 +469,7 @@ impl Controller {
             } => {
                 self.on_mirror_topics_op(&mirror_name, (&topics, &[]), MirrorTopicsOp::Resume, None)
             }
-            Request::ListMirrors {} => self.on_list_mirrors(),
+            Request::ListMirrors { filter } => self.on_list_mirrors(&filter),
             Request::CreateAcls { creations } => self.on_create_acls(&creations),
             Request::DeleteAcls { filters } => self.on_delete_acls(&filters),
             other => error_response(&other, ErrorCode::InvalidRequest, self.log.end_offset()),
@@ -694,7 +695,12 @@ impl Controller {
     /// force an unclean election, a fault first fences or crashes the leader) and then may
     /// pick a replica outside the ISR. An empty list elects nothing (Kafka's "all
     /// partitions" form is not modelled).
-    fn on_elect_leaders(&mut self, partitions: &[TopicPartition], unclean: bool) -> Response {
+    fn on_elect_leaders(
+        &mut self,
+        partitions: &[TopicPartition],
+        unclean: bool,
+        candidate: Option<BrokerId>,
+    ) -> Response {
         let mut results = Vec::with_capacity(partitions.len());
         for tp in partitions {
             let image = self.image();
@@ -712,7 +718,9 @@ impl Controller {
                 results.push((tp.clone(), ErrorCode::ElectionNotNeeded));
                 continue;
             }
-            let active = |b: BrokerId| image.is_broker_active(b);
+            // The test hook: every replica but the candidate counts as shut down.
+            let active =
+                |b: BrokerId| image.is_broker_active(b) && candidate.is_none_or(|c| c == b);
             let election = if unclean {
                 Election::Unclean
             } else {
@@ -1109,7 +1117,7 @@ fn error_response(req: &Request, error: ErrorCode, end_offset: i64) -> Response 
             let names: Vec<&str> = topics.iter().map(String::as_str).collect();
             mirror_admin_error(error, &names)
         }
-        Request::ListMirrors {} => Response::ListMirrors {
+        Request::ListMirrors { .. } => Response::ListMirrors {
             error,
             mirrors: Vec::new(),
         },

@@ -31,6 +31,7 @@ fn answer(
             source_offset: -1,
             destination_offset: -1,
             error_message: None,
+            retry_attempt: 0,
         })
         .into_iter()
         .collect::<Vec<_>>();

@@ -101,6 +101,12 @@ pub enum Request {
         partitions: Vec<TopicPartition>,
         /// UNCLEAN election type.
         unclean: bool,
+        /// Test hook, not a Kafka field (`None` in every request a Kafka client sends):
+        /// elect as if every replica but this broker were shut down at this instant. Kafka's
+        /// controller takes the first acceptable replica in assignment order
+        /// (`PartitionChangeBuilder.electLeader`), so Kafka's tests choose an unclean leader
+        /// by shutting the other replicas down first; this is that, without the restarts.
+        test_only_candidate: Option<BrokerId>,
     },
     /// Sets or deletes config keys (Kafka: `IncrementalAlterConfigs`).
     IncrementalAlterConfigs {
@@ -190,8 +196,12 @@ pub enum Request {
         #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::topic_names))]
         topics: Vec<String>,
     },
-    /// KIP-1279: lists mirrors and their topics (answered by the controller from its image).
-    ListMirrors {},
+    /// KIP-1279 `ListClusterMirrors`: lists mirrors and their topics (answered by the
+    /// controller from its image), filtered as the prototype's `ListClusterMirrorsOptions`.
+    ListMirrors {
+        /// Which mirrors and which of their topics.
+        filter: ListMirrorsFilter,
+    },
     /// Creates ACLs (Kafka: `CreateAcls`, forwarded to the controller). Creating an ACL
     /// that exists already succeeds and writes nothing.
     CreateAcls {
@@ -393,6 +403,20 @@ pub enum Request {
         /// Member id.
         #[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::id_string))]
         member_id: String,
+    },
+
+    // ------------------------------------------------------------ test hooks (-> broker)
+    /// Test hook, not a Kafka API: the receiving broker truncates its own replica of
+    /// `partition` to `offset` at once, as Kafka's tests call `UnifiedLog.truncateTo` on one
+    /// broker's log (a simulated unclean election or lost disk tail). Answered with
+    /// `PartitionErrors`: UNKNOWN_TOPIC_OR_PARTITION without a replica, INVALID_REQUEST for a
+    /// negative offset.
+    TestTruncateLog {
+        /// The replica's partition.
+        partition: TopicPartition,
+        /// Kafka `truncateTo(targetOffset)`: no-op at or above the LEO; below the log start,
+        /// the log restarts empty there (`truncateFullyAndStartAt`).
+        offset: Offset,
     },
 }
 
@@ -795,6 +819,47 @@ pub struct MirrorTopicResult {
     pub message: Option<String>,
 }
 
+/// KIP-1279 `ListClusterMirrors` filters (prototype `ListClusterMirrorsOptions`):
+/// `mirrorNameFilter`, `sourceClusterIdFilter`, `desiredStateFilter`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListMirrorsFilter {
+    /// Only these mirrors (`None`: every mirror).
+    pub mirror_names: Option<Vec<String>>,
+    /// Only mirrors whose source has one of these cluster ids (`None`: every source).
+    pub source_cluster_ids: Option<Vec<String>>,
+    /// The topics listed under each mirror: those whose desired state is one of these.
+    /// `None` is the prototype's default, MIRRORING and PAUSED. Mirrors are listed even when
+    /// none of their topics pass (with no topics).
+    pub desired_states: Option<Vec<DesiredMirrorState>>,
+}
+
+impl ListMirrorsFilter {
+    /// The prototype's default desired-state filter: MIRRORING and PAUSED.
+    pub const DEFAULT_DESIRED_STATES: [DesiredMirrorState; 2] =
+        [DesiredMirrorState::Mirroring, DesiredMirrorState::Paused];
+
+    /// Whether mirror `name` with source cluster id `source_id` is listed.
+    #[must_use]
+    pub fn lists_mirror(&self, name: &str, source_id: Option<&str>) -> bool {
+        self.mirror_names
+            .as_ref()
+            .is_none_or(|n| n.iter().any(|m| m == name))
+            && self
+                .source_cluster_ids
+                .as_ref()
+                .is_none_or(|ids| source_id.is_some_and(|s| ids.iter().any(|i| i == s)))
+    }
+
+    /// Whether a topic with this desired state is listed under its mirror.
+    #[must_use]
+    pub fn lists_topic(&self, desired: DesiredMirrorState) -> bool {
+        match &self.desired_states {
+            Some(states) => states.contains(&desired),
+            None => Self::DEFAULT_DESIRED_STATES.contains(&desired),
+        }
+    }
+}
+
 /// KIP-1279: one mirror in a `ListMirrors` response.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MirrorListing {
@@ -845,12 +910,15 @@ pub struct MirrorPartitionDescription {
     pub last_mirror_epoch: i32,
     /// Last mirror offset, `-1` when unknown.
     pub last_mirror_offset: i64,
-    /// Source high watermark as last seen.
+    /// The source high watermark the mirror fetcher last saw, `-1` when the partition is
+    /// not being fetched (not MIRRORING) or no fetch answered yet.
     pub source_offset: i64,
-    /// Destination log end offset.
+    /// The destination log end offset, `-1` when the partition is not being fetched.
     pub destination_offset: i64,
     /// The FAILED reason, if any.
     pub error_message: Option<String>,
+    /// FAILED retries so far: 0 when not failed, -1 when non-retryable.
+    pub retry_attempt: i16,
 }
 
 /// KIP-1279: one topic of a `ReadMirrorStates` request.

@@ -296,6 +296,34 @@ impl Checker {
             Event::Truncated {
                 tp,
                 to,
+                cause: TruncationCause::TestHook,
+                ..
+            }
+            | Event::TruncatedFully {
+                tp,
+                start: to,
+                cause: TruncationCause::TestHook,
+                ..
+            } => {
+                // A test truncated this replica directly (`TestTruncateLog`, Kafka's tests
+                // calling `UnifiedLog.truncateTo`). On the leader it cuts the partition's
+                // history: a declared data-loss event, as an unclean election is. A follower
+                // still has the leader to re-fetch from: nothing is lost, and its truncation
+                // below its own HW is the test's doing, not a broker's.
+                let leads = with_partition(nodes, node, tp, |p| p.is_leader()).unwrap_or(false);
+                if leads {
+                    self.declare_loss(ctx, cluster, tp, *to, "truncate_log");
+                    self.leader_hw.remove(&(node, tp.clone()));
+                    self.verified.insert((node, tp.clone()), *to);
+                } else if let Some(v) = self.verified.get_mut(&(node, tp.clone())) {
+                    *v = (*v).min(*to);
+                }
+                self.note_txn_log_truncation(ctx, cluster, tp);
+                self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
+            }
+            Event::Truncated {
+                tp,
+                to,
                 high_watermark_before,
                 cause,
                 ..

@@ -360,6 +360,21 @@ impl KafkaWorld {
         rf: i16,
         configs: &[(&str, &str)],
     ) -> ErrorCode {
+        self.create_topic_with_id(cluster, name, partitions, rf, configs, None)
+            .await
+    }
+
+    /// [`Self::create_topic`] with the topic id to create it with (`None`: the controller
+    /// picks one).
+    pub async fn create_topic_with_id(
+        &self,
+        cluster: ClusterIdx,
+        name: &str,
+        partitions: i32,
+        rf: i16,
+        configs: &[(&str, &str)],
+        topic_id: Option<mirror_core::types::TopicId>,
+    ) -> ErrorCode {
         let req = Request::CreateTopics {
             topics: vec![CreatableTopic {
                 name: name.into(),
@@ -369,7 +384,7 @@ impl KafkaWorld {
                     .iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect(),
-                topic_id: None,
+                topic_id,
             }],
         };
         let err = match self.admin(cluster, req).await {
@@ -486,9 +501,22 @@ impl KafkaWorld {
 
     /// Kafka-level fault: an unclean election for `tp` (the partition must have no leader).
     pub async fn unclean_election(&self, cluster: ClusterIdx, tp: &TopicPartition) -> ErrorCode {
+        self.unclean_election_of(cluster, tp, None).await
+    }
+
+    /// [`Self::unclean_election`] that, with `candidate`, elects as if every other replica
+    /// were shut down (the `ElectLeaders` test hook: how Kafka's tests choose the new
+    /// leader).
+    pub async fn unclean_election_of(
+        &self,
+        cluster: ClusterIdx,
+        tp: &TopicPartition,
+        candidate: Option<BrokerId>,
+    ) -> ErrorCode {
         let req = Request::ElectLeaders {
             partitions: vec![tp.clone()],
             unclean: true,
+            test_only_candidate: candidate,
         };
         match self.admin(cluster, req).await {
             Some(Response::PartitionErrors { results }) => results
@@ -496,6 +524,31 @@ impl KafkaWorld {
                 .map_or(ErrorCode::UnknownServerError, |r| r.1),
             Some(Response::Error { error }) => error,
             _ => ErrorCode::RequestTimedOut,
+        }
+    }
+
+    /// The `TestTruncateLog` hook: `broker` truncates its replica of `tp` to `offset`, as a
+    /// Kafka test calls `UnifiedLog.truncateTo` on one broker's log. The request travels the
+    /// simulated network from a one-shot client (`None`: no answer within 20 s).
+    pub async fn test_truncate_log(
+        &self,
+        cluster: ClusterIdx,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        offset: Offset,
+    ) -> Option<ErrorCode> {
+        let req = Request::TestTruncateLog {
+            partition: tp.clone(),
+            offset,
+        };
+        match self.request_to(cluster, broker, req).await? {
+            Response::PartitionErrors { results } => Some(
+                results
+                    .first()
+                    .map_or(ErrorCode::UnknownServerError, |r| r.1),
+            ),
+            Response::Error { error } => Some(error),
+            _ => Some(ErrorCode::UnknownServerError),
         }
     }
 

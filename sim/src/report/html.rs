@@ -1,6 +1,8 @@
 //! The report page: one self-contained HTML file (inline CSS and SVG, no scripts, no
 //! network fetches) with a header (seed, design, verdict, trace hash), the failing event, the
-//! timeline and the compact trace as a table. Same inputs, same bytes.
+//! timeline, every lane's log at the end of the run with each batch's kind (data, txn,
+//! commit, abort, pid_reset, control) and the compact trace as a table. Same inputs, same
+//! bytes.
 
 use std::fmt::Write as _;
 
@@ -35,6 +37,11 @@ polyline.leo { fill: none; stroke: #2a62c9; stroke-width: 1.5; } polyline.hw { f
 table.trace { border-collapse: collapse; font: 12px/1.3 ui-monospace, Menlo, Consolas, monospace; }
 table.trace td, table.trace th { padding: 1px 8px; border-bottom: 1px solid #f0f0f0; text-align: left; white-space: pre; }
 table.trace tr.fault td { color: #a35a12; } table.trace tr.violation td { background: #ffd6d6; color: #900; font-weight: bold; }
+table.log { border-collapse: collapse; font: 12px/1.3 ui-monospace, Menlo, Consolas, monospace; margin: 2px 0 10px; }
+table.log td, table.log th { padding: 1px 8px; border-bottom: 1px solid #f0f0f0; text-align: left; }
+tr.kind-data td:nth-child(3) { color: #2a62c9; } tr.kind-txn td:nth-child(3) { color: #7a4fb8; }
+tr.kind-commit td { background: #e4f5e4; } tr.kind-abort td { background: #fde2e2; }
+tr.kind-pid_reset td { background: #fff1c7; font-weight: bold; } tr.kind-control td { background: #eee; }
 "#;
 
 /// The whole page.
@@ -73,9 +80,60 @@ pub fn page(t: &Timeline, run: &RunSummary) -> String {
         s.push_str(&zoom);
         s.push_str("</div>\n");
     }
+    final_logs(&mut s, t);
     trace_table(&mut s, run, t.violation.as_ref());
     s.push_str("</body>\n</html>\n");
     s
+}
+
+/// Every lane's log at the end of the run, one row per run of batches of one kind and
+/// epoch, the kind named as `expect_log` names it and coloured (data, txn, commit, abort,
+/// pid_reset, control).
+fn final_logs(s: &mut String, t: &Timeline) {
+    s.push_str(
+        "<h2>Logs at the end of the run</h2>\n<p class=\"legend\">Batch kinds: \
+         <span>data</span><span>txn (transactional data)</span>\
+         <span style=\"background:#e4f5e4\">commit</span>\
+         <span style=\"background:#fde2e2\">abort</span>\
+         <span style=\"background:#fff1c7\">pid_reset (MIRROR_PID_RESET)</span>\
+         <span style=\"background:#eee\">control (another control record)</span></p>\n",
+    );
+    for (key, lane) in &t.lanes {
+        let lane_name = format!("{} {}", t.cluster_name(key.cluster), key.partition_name());
+        let Some(log) = &lane.final_log else {
+            let _ = writeln!(s, "<p><b>{}</b>: no live replica</p>", esc(&lane_name));
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "<p data-log=\"{}\"><b>{}</b> on broker {}: start={} hw={} leo={}</p>",
+            esc(&lane_name),
+            esc(&lane_name),
+            log.broker,
+            log.log_start,
+            log.hw,
+            log.leo
+        );
+        if log.runs.is_empty() {
+            continue;
+        }
+        s.push_str(
+            "<table class=\"log\">\n<tr><th>offsets</th><th>epoch</th><th>kind</th><th>batches</th></tr>\n",
+        );
+        for r in &log.runs {
+            let _ = writeln!(
+                s,
+                "<tr class=\"kind-{}\"><td>{}-{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.kind),
+                r.base,
+                r.last,
+                r.epoch,
+                esc(&r.kind),
+                r.batches
+            );
+        }
+        s.push_str("</table>\n");
+    }
 }
 
 fn header(s: &mut String, run: &RunSummary) {

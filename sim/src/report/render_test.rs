@@ -2,7 +2,9 @@
 //! byte-identical output.
 
 use super::faults::{FaultMarker, MarkerKind};
-use super::timeline::{Lane, LaneKey, LaneMark, LeaderSpan, OffsetSample, StateChange, Timeline};
+use super::timeline::{
+    BatchRun, FinalLog, Lane, LaneKey, LaneMark, LeaderSpan, OffsetSample, StateChange, Timeline,
+};
 use super::{RunSummary, render};
 use crate::check::Violation;
 
@@ -46,6 +48,28 @@ fn lane(epoch: i32) -> Lane {
             node: "dst-1".into(),
             label: "truncate 4→2".into(),
         }],
+        final_log: Some(FinalLog {
+            broker: 2,
+            log_start: 0,
+            hw: 5,
+            leo: 5,
+            runs: vec![
+                BatchRun {
+                    base: 0,
+                    last: 3,
+                    epoch,
+                    kind: "data".into(),
+                    batches: 2,
+                },
+                BatchRun {
+                    base: 4,
+                    last: 4,
+                    epoch: epoch + 1,
+                    kind: "pid_reset".into(),
+                    batches: 1,
+                },
+            ],
+        }),
     }
 }
 
@@ -185,4 +209,24 @@ fn every_run_text_is_escaped() {
     assert!(!html.contains("'x'"), "quotes leaked");
     assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"));
     assert!(html.contains("t&lt;0&gt;"));
+}
+
+#[test]
+fn each_lane_s_final_log_shows_its_batch_kinds() {
+    // Goal: the page names every batch run's kind (data, pid_reset, ...) per lane, coloured
+    // by a class of that kind.
+    let html = render(&timeline(None), &summary(Vec::new()));
+    assert!(html.contains("<h2>Logs at the end of the run</h2>"));
+    assert!(html.contains("<b>src orders-0</b> on broker 2: start=0 hw=5 leo=5"));
+    assert!(
+        html.contains("<tr class=\"kind-data\"><td>0-3</td><td>1</td><td>data</td><td>2</td></tr>")
+    );
+    assert!(html.contains(
+        "<tr class=\"kind-pid_reset\"><td>4-4</td><td>4</td><td>pid_reset</td><td>1</td></tr>"
+    ));
+    let mut t = timeline(None);
+    if let Some(l) = t.lanes.values_mut().next() {
+        l.final_log = None;
+    }
+    assert!(render(&t, &summary(Vec::new())).contains("<b>src orders-0</b>: no live replica"));
 }

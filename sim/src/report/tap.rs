@@ -82,8 +82,12 @@ impl Tap {
         }
     }
 
-    /// Called when the run ends, while its world still exists.
+    /// Called when the run ends, while its world still exists: the recorder takes each
+    /// lane's final log, and the kept replica's files are copied.
     pub fn finish(&self, w: &KafkaWorld) {
+        if let Some(rec) = &self.recorder {
+            lock(rec).record_final_logs(w);
+        }
         let Some(k) = &self.keep else {
             return;
         };

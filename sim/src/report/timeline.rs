@@ -99,6 +99,36 @@ pub struct LaneMark {
     pub label: String,
 }
 
+/// Consecutive batches of one kind and epoch in a log at the end of the run.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct BatchRun {
+    /// First offset of the first batch.
+    pub base: i64,
+    /// Last offset of the last batch.
+    pub last: i64,
+    /// Their partition leader epoch.
+    pub epoch: i32,
+    /// Their kind as `expect_log` names it: data, txn, commit, abort, pid_reset, control.
+    pub kind: String,
+    /// How many batches.
+    pub batches: usize,
+}
+
+/// A lane's log at the end of the run, as one replica holds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FinalLog {
+    /// The replica (the partition's leader then, else the first live replica).
+    pub broker: i32,
+    /// Log start offset.
+    pub log_start: i64,
+    /// High watermark.
+    pub hw: i64,
+    /// Log end offset.
+    pub leo: i64,
+    /// The batches, runs of one kind and epoch merged.
+    pub runs: Vec<BatchRun>,
+}
+
 /// Everything recorded for one lane.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Lane {
@@ -110,6 +140,8 @@ pub struct Lane {
     pub states: Vec<StateChange>,
     /// Truncations, divergences and log start moves.
     pub marks: Vec<LaneMark>,
+    /// The log at the end of the run, with each batch's kind (`None`: no live replica).
+    pub final_log: Option<FinalLog>,
 }
 
 /// A finished timeline: lanes, faults, the failing event and the run's length.
@@ -360,6 +392,23 @@ impl Recorder {
         });
     }
 
+    /// Records every lane's log as it is at the end of the run (the partition's leader's,
+    /// else the first live replica's), batches of one kind and epoch merged into runs.
+    /// Called while the world still exists ([`super::Tap::finish`]).
+    pub fn record_final_logs(&mut self, w: &crate::kafka::KafkaWorld) {
+        for (key, lane) in &mut self.lanes {
+            let c = ClusterIdx(key.cluster);
+            let tp = TopicPartition::new(key.topic.as_str(), key.partition);
+            let up = |b: BrokerId| !w.world.status(NodeId::broker(c, b)).is_down();
+            let holder = w.leader(c, &tp).filter(|b| up(*b)).or_else(|| {
+                w.broker_ids(c).into_iter().find(|b| {
+                    up(*b) && w.with_broker(c, *b, |br| br.partition(&tp).is_some()) == Some(true)
+                })
+            });
+            lane.final_log = holder.and_then(|b| final_log(w, c, b, &tp));
+        }
+    }
+
     /// The timeline of the finished run: what was recorded, the faults of its compact trace,
     /// and the first violation (if any).
     #[must_use]
@@ -383,6 +432,42 @@ impl Recorder {
             end_micros: end_micros.max(last_line),
         }
     }
+}
+
+/// Replica `b`'s log of `tp`, batches of one kind and epoch merged.
+fn final_log(
+    w: &crate::kafka::KafkaWorld,
+    c: ClusterIdx,
+    b: BrokerId,
+    tp: &TopicPartition,
+) -> Option<FinalLog> {
+    use crate::scenario::inspect;
+    let log = inspect::replica_log(w, c, b, tp)?;
+    let x = inspect::bounds(w, c, b, tp)?;
+    let mut runs: Vec<BatchRun> = Vec::new();
+    for (base, last, epoch, kind) in inspect::rows(&log) {
+        let kind = kind.name();
+        match runs.last_mut() {
+            Some(r) if r.kind == kind && r.epoch == epoch && r.last + 1 == base => {
+                r.last = last;
+                r.batches += 1;
+            }
+            _ => runs.push(BatchRun {
+                base,
+                last,
+                epoch,
+                kind: kind.to_string(),
+                batches: 1,
+            }),
+        }
+    }
+    Some(FinalLog {
+        broker: b.0,
+        log_start: x.log_start,
+        hw: x.hw,
+        leo: x.leo,
+        runs,
+    })
 }
 
 /// At most 160 characters of a request or response dump (a marker is a tooltip, not a log).

@@ -14,6 +14,8 @@ use mirror_core::mirror::{Design, MirrorPartitionState};
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use super::mirror_steps::{DescribeMirrorDef, ListMirrorsDef, MirrorStateRecordDef};
+
 /// Why a scenario file was refused: the file, the line, the field, and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScenarioError {
@@ -139,6 +141,11 @@ pub enum StepKind {
         replication_factor: Option<i16>,
         #[serde(default)]
         configs: BTreeMap<String, String>,
+        /// The topic id to create it with (CreateTopics with a topic id, as the prototype's
+        /// `ClusterMirrorCommand` pre-creates a destination topic): `"<cluster>/<topic>"`,
+        /// the id that topic has when the step runs (`"src/orders"`), or up to 32 hex digits.
+        #[serde(default)]
+        topic_id: Option<String>,
         #[serde(default)]
         expect: Option<String>,
     },
@@ -337,12 +344,33 @@ pub enum StepKind {
         #[serde(default)]
         expect: Option<String>,
     },
-    /// ElectLeaders with unclean = true (acts when the partition has no leader).
+    /// ElectLeaders with unclean = true (acts when the partition has no leader). Kafka's
+    /// controller takes the first live replica in assignment order; with `broker`, the
+    /// election goes as if every other replica were shut down (the `ElectLeaders` test hook;
+    /// Kafka's tests shut the others down), and the step fails first, saying why, when that
+    /// broker is not a replica, is down, or is fenced by the controller.
     UncleanElection {
         cluster: String,
         topic: String,
         #[serde(default)]
         partition: i32,
+        #[serde(default)]
+        broker: Option<i32>,
+        #[serde(default)]
+        expect: Option<String>,
+    },
+    /// A test hook: `broker`'s replica truncates its log to `offset` at once, as Kafka's
+    /// tests call `UnifiedLog.truncateTo(offset)` on one broker's log (a no-op at or above
+    /// the LEO; below the first batch the log restarts empty at `offset`). On the leader it
+    /// is a declared data-loss event (`truncate_log@<offset>`). The hook travels the
+    /// simulated network, so a cut-off broker does not get it.
+    TruncateLog {
+        cluster: String,
+        broker: BrokerRef,
+        topic: String,
+        #[serde(default)]
+        partition: i32,
+        offset: i64,
         #[serde(default)]
         expect: Option<String>,
     },
@@ -531,6 +559,9 @@ pub enum StepKind {
         /// skips active groups).
         #[serde(default)]
         member: Option<String>,
+        /// The leader epoch of the record before `offset` (`-1` or absent: none).
+        #[serde(default)]
+        leader_epoch: Option<i32>,
         #[serde(default)]
         expect: Option<String>,
     },
@@ -543,7 +574,8 @@ pub enum StepKind {
         #[serde(default = "long_session")]
         session_timeout_ms: i64,
     },
-    /// The group's committed offset at its coordinator now (`offset` absent: none committed).
+    /// The group's committed offset at its coordinator now (`offset` absent: none
+    /// committed), and, when given, the leader epoch committed with it (`-1`: none).
     ExpectCommittedOffset {
         cluster: String,
         group: String,
@@ -552,6 +584,8 @@ pub enum StepKind {
         partition: i32,
         #[serde(default)]
         offset: Option<i64>,
+        #[serde(default)]
+        leader_epoch: Option<i32>,
     },
     /// Waits until the group's committed offset is `offset`.
     WaitCommittedOffset {
@@ -638,6 +672,56 @@ pub enum StepKind {
         cluster: String,
         losses: Vec<String>,
     },
+    /// DescribeClusterMirrors now: per partition state, lag, offsets, LME/LMO, retry attempt
+    /// and reason (see [`DescribeMirrorDef`]).
+    DescribeMirror(DescribeMirrorDef),
+    /// Waits until a DescribeClusterMirrors answer meets the expectations (the prototype
+    /// tests' `waitForMirrorState`, `waitForMirrorLagZero`, `waitForFailedState`).
+    WaitDescribeMirror(DescribeMirrorDef),
+    /// ListClusterMirrors now, with its filters (see [`ListMirrorsDef`]).
+    ListMirrors(ListMirrorsDef),
+    /// Waits until the ListClusterMirrors answer is the one given.
+    WaitListMirrors(ListMirrorsDef),
+    /// A partition's `__mirror_state` record as its coordinator holds it (ReadMirrorStates;
+    /// see [`MirrorStateRecordDef`]).
+    ExpectMirrorStateRecord(MirrorStateRecordDef),
+}
+
+/// A topic id as `create_topic.topic_id` names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TopicIdRef {
+    /// This id.
+    Literal(u128),
+    /// The id topic `topic` has on cluster `cluster` when the step runs.
+    Of {
+        /// The cluster.
+        cluster: String,
+        /// The topic.
+        topic: String,
+    },
+}
+
+impl TopicIdRef {
+    /// Parses `"<cluster>/<topic>"` or up to 32 hex digits.
+    pub fn parse(s: &str) -> Result<TopicIdRef, String> {
+        if let Some((cluster, topic)) = s.split_once('/') {
+            if cluster.is_empty() || topic.is_empty() {
+                return Err(format!("`{s}`: expected \"<cluster>/<topic>\""));
+            }
+            return Ok(TopicIdRef::Of {
+                cluster: cluster.to_string(),
+                topic: topic.to_string(),
+            });
+        }
+        if s.is_empty() || s.len() > 32 || !s.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(format!(
+                "`{s}`: expected \"<cluster>/<topic>\" or a topic id of 1 to 32 hex digits"
+            ));
+        }
+        u128::from_str_radix(s, 16)
+            .map(TopicIdRef::Literal)
+            .map_err(|e| format!("`{s}`: {e}"))
+    }
 }
 
 /// A step with its optional timing and note.
@@ -826,16 +910,37 @@ struct PlacedStep {
 /// How many times a `repeat` block may run its steps.
 const MAX_REPEAT: i64 = 100;
 
+/// Where each `[[step.steps]]` table of each `[[step]]` is written, read by a second,
+/// lenient pass over the file (`toml::Table` values carry no spans). `None` when that pass
+/// fails: the copies then report their block's line.
+#[derive(Deserialize)]
+struct StepSpans {
+    #[serde(rename = "step", default)]
+    steps: Vec<BlockSpans>,
+}
+
+#[derive(Deserialize)]
+struct BlockSpans {
+    #[serde(default)]
+    steps: Vec<Spanned<toml::Value>>,
+}
+
+/// The span of the `j`-th step table inside block `i` (0-based), when known.
+fn inner_span(spans: Option<&StepSpans>, i: usize, j: usize) -> Option<std::ops::Range<usize>> {
+    spans?.steps.get(i)?.steps.get(j).map(Spanned::span)
+}
+
 /// The `[[step]]` tables in order, each `repeat` block expanded in place: `times` copies of
 /// its `steps` (an array of step tables, `[[step.steps]]`), so a test that bounces a broker
-/// twenty times is written once. The copies keep the block's line and their own label
-/// (`step[3].steps[2]`); a block holds no `at_ms` (an absolute time cannot repeat) and no
-/// other block.
+/// twenty times is written once. The copies report the line of their own step table and
+/// their own label (`step[3].steps[2]`); a block holds no `at_ms` (an absolute time cannot
+/// repeat) and no other block.
 fn expand_steps(
     text: &str,
     file: &str,
     steps: &[Spanned<toml::Table>],
 ) -> Result<Vec<PlacedStep>, ScenarioError> {
+    let spans: Option<StepSpans> = toml::from_str(text).ok();
     let mut out = Vec::new();
     for (i, s) in steps.iter().enumerate() {
         let label = format!("step[{}]", i + 1);
@@ -903,9 +1008,11 @@ fn expand_steps(
         let mut parsed = Vec::new();
         for (j, t) in body.iter().enumerate() {
             let inner = format!("{label}.steps[{}]", j + 1);
+            let span = inner_span(spans.as_ref(), i, j).unwrap_or_else(|| s.span());
+            let inner_line = line_of(text, span.start);
             let nested = |message: String| ScenarioError {
                 file: file.to_owned(),
-                line: Some(line),
+                line: Some(inner_line),
                 field: Some(inner.clone()),
                 message,
             };
@@ -920,15 +1027,20 @@ fn expand_steps(
                         .into(),
                 ));
             }
-            let spanned = Spanned::new(s.span(), t.clone());
-            parsed.push((inner.clone(), parse_step(text, file, &inner, &spanned)?));
+            let spanned = Spanned::new(span.clone(), t.clone());
+            parsed.push((
+                inner.clone(),
+                inner_line,
+                span,
+                parse_step(text, file, &inner, &spanned)?,
+            ));
         }
         for _ in 0..times {
-            for (inner, def) in &parsed {
+            for (inner, inner_line, span, def) in &parsed {
                 out.push(PlacedStep {
-                    line,
+                    line: *inner_line,
                     label: inner.clone(),
-                    span: s.span(),
+                    span: span.clone(),
                     def: def.clone(),
                 });
             }
@@ -1227,10 +1339,19 @@ impl Scenario {
                 cluster: c,
                 partitions,
                 replication_factor,
+                topic_id,
                 expect: e,
                 ..
             } => {
                 let ci = cluster("cluster", c)?;
+                if let Some(id) = topic_id {
+                    match TopicIdRef::parse(id).map_err(|m| ("topic_id".to_string(), m))? {
+                        TopicIdRef::Of { cluster: of, .. } => {
+                            cluster("topic_id", &of)?;
+                        }
+                        TopicIdRef::Literal(_) => {}
+                    }
+                }
                 positive("partitions", i64::from(*partitions))?;
                 if let Some(rf) = replication_factor {
                     positive("replication_factor", i64::from(*rf))?;
@@ -1315,11 +1436,6 @@ impl Scenario {
                 expect: e,
                 ..
             }
-            | K::UncleanElection {
-                cluster: c,
-                expect: e,
-                ..
-            }
             | K::StopMirror {
                 cluster: c,
                 expect: e,
@@ -1342,6 +1458,45 @@ impl Scenario {
             } => {
                 cluster("cluster", c)?;
                 expect(e)
+            }
+            K::UncleanElection {
+                cluster: c,
+                broker: b,
+                expect: e,
+                ..
+            } => {
+                let ci = cluster("cluster", c)?;
+                if let Some(b) = b {
+                    broker(ci, *b)?;
+                }
+                expect(e)
+            }
+            K::TruncateLog {
+                cluster: c,
+                broker: b,
+                topic,
+                expect: e,
+                ..
+            } => {
+                let ci = cluster("cluster", c)?;
+                broker_ref(ci, b, &Some(topic.clone()))?;
+                expect(e)
+            }
+            K::DescribeMirror(d) | K::WaitDescribeMirror(d) => {
+                cluster("cluster", &d.cluster)?;
+                expect(&d.expect)?;
+                d.validate(matches!(step.kind, K::WaitDescribeMirror(_)))
+            }
+            K::ListMirrors(d) | K::WaitListMirrors(d) => {
+                cluster("cluster", &d.cluster)?;
+                for (i, s) in d.source_clusters.iter().flatten().enumerate() {
+                    cluster(&format!("source_clusters[{i}]"), s)?;
+                }
+                d.validate(matches!(step.kind, K::WaitListMirrors(_)))
+            }
+            K::ExpectMirrorStateRecord(d) => {
+                cluster("cluster", &d.cluster)?;
+                d.validate()
             }
             K::StartProducer {
                 cluster: c, rate, ..

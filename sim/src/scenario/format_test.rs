@@ -206,9 +206,10 @@ fn batch_patterns_parse_and_match() {
 }
 
 #[test]
-fn a_repeat_block_expands_in_place_with_the_blocks_line() {
+fn a_repeat_block_expands_in_place_with_each_steps_own_line() {
     // Goal: `times` copies of the block's steps, between the steps around it, each copy at
-    // the block's line (prototype tests bounce a broker 10-20 times).
+    // the line of its own `[[step.steps]]` table (prototype tests bounce a broker 10-20
+    // times).
     let sc = parse(
         "\n[[step]]\ndo = \"sleep\"\nms = 1\n\n[[step]]\ndo = \"repeat\"\ntimes = 3\n\n[[step.steps]]\ndo = \"crash\"\ncluster = \"dst\"\nbroker = 1\n\n[[step.steps]]\ndo = \"restart\"\ncluster = \"dst\"\nbroker = 1\n\n[[step]]\ndo = \"sleep\"\nms = 2\n",
     )
@@ -228,12 +229,12 @@ fn a_repeat_block_expands_in_place_with_the_blocks_line() {
         kinds,
         [
             "12:Sleep",
-            "16:Crash",
-            "16:Restart",
-            "16:Crash",
-            "16:Restart",
-            "16:Crash",
-            "16:Restart",
+            "20:Crash",
+            "25:Restart",
+            "20:Crash",
+            "25:Restart",
+            "20:Crash",
+            "25:Restart",
             "30:Sleep"
         ]
     );
@@ -345,4 +346,209 @@ fn mirror_pattern_and_mirror_config_fields_are_typed_and_named_in_errors() {
     )
     .unwrap();
     assert_eq!(sc.steps.len(), 1);
+}
+
+/// One step table after the world, as `parse` wants it.
+fn step(body: &str) -> Result<Scenario, String> {
+    parse(&format!("\n[[step]]\n{body}"))
+}
+
+#[test]
+fn describe_mirror_steps_refuse_bad_fields_with_line_and_path() {
+    // Goal: every new field is checked at parse time, naming the file, line and field.
+    let ok = step(
+        "do = \"wait_describe_mirror\"\ncluster = \"dst\"\nmirror = \"m1\"\nstate = \"LOG_ALIGNMENT\"\nlag = 0\ntimeout_ms = 5000\n",
+    );
+    assert!(ok.is_ok(), "{ok:?}");
+    let e = step("do = \"describe_mirror\"\ncluster = \"dst\"\nmirror = \"m1\"\ntimeout_ms = 5\n")
+        .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:16: field `step[1].timeout_ms`: describe_mirror checks now"),
+        "{e}"
+    );
+    let e = step(
+        "do = \"describe_mirror\"\ncluster = \"dst\"\nmirror = \"m1\"\nstate = \"MIRORING\"\n",
+    )
+    .unwrap_err();
+    assert!(e.starts_with("t.toml:16: field `step[1].state`"), "{e}");
+    assert!(e.ends_with("did you mean `MIRRORING`?"), "{e}");
+    let e = step("do = \"describe_mirror\"\ncluster = \"dst\"\nmirror = \"m1\"\nlag = \"zero\"\n")
+        .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:16: field `step[1].lag`: invalid type: string \"zero\""),
+        "{e}"
+    );
+    let e = step("do = \"describe_mirror\"\ncluster = \"dst\"\nmirror = \"m1\"\nlagg = 0\n")
+        .unwrap_err();
+    assert!(e.starts_with("t.toml:16: field `step[1].lagg`"), "{e}");
+    assert!(e.ends_with("did you mean `lag`?"), "{e}");
+    let e = step(
+        "do = \"describe_mirror\"\ncluster = \"dst\"\nmirror = \"m1\"\npartitions = [\"orders-0 RUNNING lag=0\"]\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:16: field `step[1].partitions[0]`: `orders-0 RUNNING lag=0`"),
+        "{e}"
+    );
+    let e =
+        step("do = \"wait_describe_mirror\"\ncluster = \"dts\"\nmirror = \"m1\"\n").unwrap_err();
+    assert!(e.starts_with("t.toml:14: field `step[1].cluster`"), "{e}");
+    assert!(e.ends_with("did you mean `dst`?"), "{e}");
+    let e = step("do = \"wait_describe_mirror\"\ncluster = \"dst\"\n").unwrap_err();
+    assert!(
+        e.contains("field `step[1].mirror`: missing field `mirror`"),
+        "{e}"
+    );
+    let e = step(
+        "do = \"describe_mirror\"\ncluster = \"dst\"\nmirror = \"m1\"\nexpect = \"unknown\"\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:16: field `step[1].expect`: `unknown` is not a Kafka error name"),
+        "{e}"
+    );
+}
+
+#[test]
+fn list_mirrors_steps_refuse_bad_filters_with_line_and_path() {
+    let ok = step(
+        "do = \"list_mirrors\"\ncluster = \"dst\"\nsource_clusters = [\"src\"]\ndesired_states = [\"stopped\"]\nmirrors = []\n",
+    );
+    assert!(ok.is_ok(), "{ok:?}");
+    let e = step(
+        "do = \"list_mirrors\"\ncluster = \"dst\"\ndesired_states = [\"MIRRORING\", \"PAUSD\"]\nmirrors = []\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:15: field `step[1].desired_states[1]`: `PAUSD`"),
+        "{e}"
+    );
+    assert!(e.ends_with("did you mean `PAUSED`?"), "{e}");
+    let e = step(
+        "do = \"list_mirrors\"\ncluster = \"dst\"\nsource_clusters = [\"scr\"]\nmirrors = []\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:15: field `step[1].source_clusters[0]`: unknown cluster `scr`"),
+        "{e}"
+    );
+    let e = step("do = \"list_mirrors\"\ncluster = \"dst\"\n").unwrap_err();
+    assert!(
+        e.contains("field `step[1].mirrors`: missing field `mirrors`"),
+        "{e}"
+    );
+    let e = step("do = \"list_mirrors\"\ncluster = \"dst\"\nmirrors = []\ntimeout_ms = 5\n")
+        .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:16: field `step[1].timeout_ms`: list_mirrors checks now"),
+        "{e}"
+    );
+    let e = step("do = \"wait_list_mirrors\"\ncluster = \"dst\"\nmirrors = \"m1\"\n").unwrap_err();
+    assert!(
+        e.starts_with("t.toml:15: field `step[1].mirrors`: invalid type"),
+        "{e}"
+    );
+}
+
+#[test]
+fn expect_mirror_state_record_refuses_bad_fields_with_line_and_path() {
+    let base =
+        "do = \"expect_mirror_state_record\"\ncluster = \"dst\"\nmirror = \"m1\"\ntopic = \"t\"\n";
+    assert!(step(&format!("{base}state = \"FAILED\"\nretry_attempt = -1\n")).is_ok());
+    let e = step(&format!("{base}previous_state = \"MIRRORRING\"\n")).unwrap_err();
+    assert!(
+        e.starts_with("t.toml:17: field `step[1].previous_state`"),
+        "{e}"
+    );
+    assert!(e.ends_with("did you mean `MIRRORING`?"), "{e}");
+    let e = step(&format!("{base}partition = -1\n")).unwrap_err();
+    assert!(
+        e.starts_with("t.toml:17: field `step[1].partition`: must not be negative"),
+        "{e}"
+    );
+    let e = step(&format!("{base}retry_attempt = 70000\n")).unwrap_err();
+    assert!(
+        e.starts_with("t.toml:17: field `step[1].retry_attempt`"),
+        "{e}"
+    );
+    let e = step(&format!("{base}state_epok = 1\n")).unwrap_err();
+    assert!(e.ends_with("did you mean `state_epoch`?"), "{e}");
+    let e = step("do = \"expect_mirror_state_record\"\ncluster = \"dst\"\nmirror = \"m1\"\n")
+        .unwrap_err();
+    assert!(
+        e.contains("field `step[1].topic`: missing field `topic`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn truncate_log_create_topic_ids_and_election_targets_are_checked() {
+    let ok = step(
+        "do = \"truncate_log\"\ncluster = \"src\"\nbroker = \"leader\"\ntopic = \"t\"\noffset = 20\n",
+    );
+    assert!(ok.is_ok(), "{ok:?}");
+    let e =
+        step("do = \"truncate_log\"\ncluster = \"dst\"\nbroker = 3\ntopic = \"t\"\noffset = 2\n")
+            .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:15: field `step[1].broker`: broker 3 does not exist in `dst`"),
+        "{e}"
+    );
+    let e = step(
+        "do = \"truncate_log\"\ncluster = \"src\"\nbroker = \"boss\"\ntopic = \"t\"\noffset = 2\n",
+    )
+    .unwrap_err();
+    assert!(e.contains("`boss`: expected a broker id"), "{e}");
+    let e =
+        step("do = \"truncate_log\"\ncluster = \"src\"\nbroker = 1\ntopic = \"t\"\n").unwrap_err();
+    assert!(
+        e.contains("field `step[1].offset`: missing field `offset`"),
+        "{e}"
+    );
+    // create_topic.topic_id: a cluster's topic or hex digits.
+    let ct = "do = \"create_topic\"\ncluster = \"dst\"\ntopic = \"t\"\n";
+    assert!(step(&format!("{ct}topic_id = \"src/t\"\n")).is_ok());
+    assert!(step(&format!("{ct}topic_id = \"1f\"\n")).is_ok());
+    let e = step(&format!("{ct}topic_id = \"scr/t\"\n")).unwrap_err();
+    assert!(
+        e.starts_with("t.toml:16: field `step[1].topic_id`: unknown cluster `scr`"),
+        "{e}"
+    );
+    assert!(e.ends_with("did you mean `src`?"), "{e}");
+    let e = step(&format!("{ct}topic_id = \"xyz\"\n")).unwrap_err();
+    assert!(
+        e.starts_with("t.toml:16: field `step[1].topic_id`: `xyz`: expected"),
+        "{e}"
+    );
+    let e = step(&format!("{ct}topic_id = \"src/\"\n")).unwrap_err();
+    assert!(e.contains("field `step[1].topic_id`"), "{e}");
+    // unclean_election.broker and commit_offset / expect_committed_offset leader_epoch.
+    let e = step("do = \"unclean_election\"\ncluster = \"dst\"\ntopic = \"t\"\nbroker = 5\n")
+        .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:16: field `step[1].broker`: broker 5 does not exist in `dst`"),
+        "{e}"
+    );
+    let e = step(
+        "do = \"expect_committed_offset\"\ncluster = \"dst\"\ngroup = \"g\"\ntopic = \"t\"\nleader_epoch = \"one\"\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:17: field `step[1].leader_epoch`: invalid type"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_bad_step_in_a_repeat_block_names_its_own_line() {
+    // Goal: errors inside a copy point at the field's line in the copy's own
+    // `[[step.steps]]` table (its second table starts at line 20).
+    let e = parse(
+        "\n[[step]]\ndo = \"repeat\"\ntimes = 2\n\n[[step.steps]]\ndo = \"sleep\"\nms = 1\n\n[[step.steps]]\ndo = \"crash\"\ncluster = \"dst\"\nbroker = 9\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:23: field `step[1].steps[2].broker`: broker 9 does not exist"),
+        "{e}"
+    );
 }

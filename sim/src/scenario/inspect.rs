@@ -268,6 +268,29 @@ pub fn committed(w: &KafkaWorld, c: ClusterIdx, group: &str, tp: &TopicPartition
     .flatten()
 }
 
+/// The leader epoch committed with a group's offset (`None`: no offset, or none with it).
+#[must_use]
+pub fn committed_leader_epoch(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    group: &str,
+    tp: &TopicPartition,
+) -> Option<i32> {
+    use mirror_core::broker::coordinator_runtime::{
+        CONSUMER_OFFSETS_TOPIC, COORDINATOR_TOPIC_PARTITIONS,
+    };
+    let p = mirror_core::coordinator::coordinator_partition(group, COORDINATOR_TOPIC_PARTITIONS);
+    let leader = w.leader(c, &TopicPartition::new(CONSUMER_OFFSETS_TOPIC, p))?;
+    w.with_broker(c, leader, |b| {
+        b.coordinators()
+            .group_coordinator(p)
+            .and_then(|g| g.committed(group, tp))
+            .and_then(|x| x.leader_epoch)
+            .map(|e| e.0)
+    })
+    .flatten()
+}
+
 /// A topic config at the cluster's controller.
 #[must_use]
 pub fn topic_config(w: &KafkaWorld, c: ClusterIdx, topic: &str, key: &str) -> Option<String> {

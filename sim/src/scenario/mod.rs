@@ -5,6 +5,7 @@
 
 pub mod format;
 pub mod inspect;
+pub mod mirror_steps;
 pub mod run;
 
 pub use format::{Scenario, ScenarioError};

@@ -10,13 +10,17 @@ use mirror_core::protocol::metadata::ConfigResource;
 use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId, NodeRole, Request, Response};
 use mirror_core::record::{BatchBuilder, SimpleRecord};
 use mirror_core::replication::fetch_leader::FetchIsolation;
-use mirror_core::types::{BrokerId, Offset, ProducerEpoch, ProducerId, Sequence, TopicPartition};
+use mirror_core::types::{
+    BrokerId, LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TopicId, TopicPartition,
+};
 
 use super::format::{
-    BatchPattern, BrokerRef, CrashModeDef, ExpectedVerdict, IsolationDef, ProducerKindDef,
-    Scenario, StepDef, StepKind, parse_state,
+    BatchPattern, BrokerRef, CrashModeDef, DescribeMirrorDef, ExpectedVerdict, IsolationDef,
+    ListMirrorsDef, MirrorStateRecordDef, ProducerKindDef, Scenario, StepDef, StepKind, TopicIdRef,
+    parse_state,
 };
 use super::inspect::{self, Bounds};
+use super::mirror_steps;
 use crate::check::Violation;
 use crate::disk::CrashPolicy;
 use crate::kafka::rot::RotTarget;
@@ -303,24 +307,26 @@ async fn execute(
             kind: kind.to_owned(),
             result,
         });
-        if failed {
-            break;
-        }
         if w.violation().is_some() {
-            // The run ends here, but the logs the remaining `expect_log` steps name are
-            // what a reader needs to see the violation's effect: dump them, marked.
+            // The run ends here (also when this step failed after the violation), but what
+            // the remaining expectation steps name is what a reader needs to see the
+            // violation's effect: dump it, marked, uncompared.
             for (j, (line, later)) in sc.steps.iter().enumerate().skip(i + 1) {
-                if let Some(dump) = ctx.dump_expected_log(&later.kind) {
+                if let Some(dump) = ctx.dump_expectation(&later.kind) {
                     w.world.note(
                         "scenario",
                         "",
                         &format!(
-                            "step #{} line {line} expect_log after the violation: {dump}",
-                            j + 1
+                            "step #{} line {line} {} after the violation: {dump}",
+                            j + 1,
+                            kind_name(&later.kind)
                         ),
                     );
                 }
             }
+            break;
+        }
+        if failed {
             break;
         }
     }
@@ -403,6 +409,12 @@ fn kind_name(k: &StepKind) -> &'static str {
         K::DeleteAcl { .. } => "delete_acl",
         K::ExpectAcls { .. } => "expect_acls",
         K::WaitAcls { .. } => "wait_acls",
+        K::TruncateLog { .. } => "truncate_log",
+        K::DescribeMirror(_) => "describe_mirror",
+        K::WaitDescribeMirror(_) => "wait_describe_mirror",
+        K::ListMirrors(_) => "list_mirrors",
+        K::WaitListMirrors(_) => "wait_list_mirrors",
+        K::ExpectMirrorStateRecord(_) => "expect_mirror_state_record",
     }
 }
 
@@ -450,6 +462,48 @@ fn normalize_acls(acls: &[String]) -> Vec<String> {
 }
 
 impl Ctx<'_> {
+    /// What an expectation step would look at, as it is now (nothing is compared): the
+    /// logs of `expect_log`, the state of `expect_state`, the answer of `describe_mirror`
+    /// and the record of `expect_mirror_state_record`. `None` for other steps.
+    fn dump_expectation(&self, kind: &StepKind) -> Option<String> {
+        match kind {
+            StepKind::ExpectLog { .. } => self.dump_expected_log(kind),
+            StepKind::ExpectState {
+                cluster,
+                topic,
+                partition,
+                ..
+            } => {
+                let tp = TopicPartition::new(topic.as_str(), *partition);
+                let state = self.w.mirror_state(self.cluster(cluster), &tp);
+                Some(format!(
+                    "{cluster}/{tp} {}",
+                    state.map_or_else(|| "no mirror state".to_string(), |s| s.to_string())
+                ))
+            }
+            StepKind::DescribeMirror(d) => {
+                let (error, rows) =
+                    mirror_steps::describe(&self.w, self.cluster(&d.cluster), &d.mirror);
+                let rows: Vec<String> = rows.iter().map(|r| r.render()).collect();
+                Some(format!("{} {}: {error} {rows:?}", d.cluster, d.mirror))
+            }
+            StepKind::ExpectMirrorStateRecord(d) => Some(
+                match mirror_steps::read_record(&self.w, self.cluster(&d.cluster), d) {
+                    Ok((record, design)) => format!(
+                        "{}/{}-{} in {}: {}",
+                        d.cluster,
+                        d.topic,
+                        d.partition,
+                        d.mirror,
+                        mirror_steps::render_record(record.as_ref(), &design)
+                    ),
+                    Err(e) => e,
+                },
+            ),
+            _ => None,
+        }
+    }
+
     /// For an `expect_log` step: each replica it would check (the named broker, else the
     /// leader and the live replicas), with its batches and bounds, as they are now. Nothing
     /// is compared.
@@ -582,6 +636,7 @@ impl Ctx<'_> {
                 partitions,
                 replication_factor,
                 configs,
+                topic_id,
                 expect,
             } => {
                 let c = self.cluster(cluster);
@@ -592,10 +647,17 @@ impl Ctx<'_> {
                     .iter()
                     .map(|(k, v)| (k.as_str(), v.as_str()))
                     .collect();
-                let e = w.create_topic(c, topic, *partitions, rf, &cfg).await;
+                let id = topic_id
+                    .as_deref()
+                    .map(|id| self.resolve_topic_id(id))
+                    .transpose()?;
+                let e = w
+                    .create_topic_with_id(c, topic, *partitions, rf, &cfg, id)
+                    .await;
                 check_error(e, expect.as_ref())?;
+                let with_id = id.map_or_else(String::new, |id| format!(" id={id}"));
                 Ok(format!(
-                    "{cluster}/{topic} partitions={partitions} rf={rf}: {e}"
+                    "{cluster}/{topic} partitions={partitions} rf={rf}{with_id}: {e}"
                 ))
             }
             K::Produce {
@@ -1001,10 +1063,15 @@ impl Ctx<'_> {
                 cluster,
                 topic,
                 partition,
+                broker,
                 expect,
             } => {
                 let tp = TopicPartition::new(topic.as_str(), *partition);
-                let e = w.unclean_election(self.cluster(cluster), &tp).await;
+                let c = self.cluster(cluster);
+                let candidate = broker
+                    .map(|b| self.election_candidate(c, &tp, BrokerId(b)))
+                    .transpose()?;
+                let e = w.unclean_election_of(c, &tp, candidate).await;
                 check_error(e, expect.as_ref())?;
                 Ok(format!(
                     "{cluster}/{tp}: {e} leader={:?}",
@@ -1415,14 +1482,16 @@ impl Ctx<'_> {
                 partition,
                 offset,
                 member,
+                leader_epoch,
                 expect,
             } => {
                 let c = self.cluster(cluster);
                 let tp = TopicPartition::new(topic.as_str(), *partition);
+                let epoch = leader_epoch.filter(|e| *e >= 0).map(LeaderEpoch);
                 let req = Request::OffsetCommit {
                     group_id: group.clone(),
                     member_id: member.clone(),
-                    offsets: vec![(tp.clone(), Offset(*offset), None)],
+                    offsets: vec![(tp.clone(), Offset(*offset), epoch)],
                 };
                 let e = match self.w.group_request(c, group, req).await {
                     Some(Response::PartitionErrors { results }) => results
@@ -1432,7 +1501,8 @@ impl Ctx<'_> {
                     _ => ErrorCode::RequestTimedOut,
                 };
                 check_error(e, expect.as_ref())?;
-                Ok(format!("{cluster} {group} {tp}={offset}: {e}"))
+                let at = epoch.map_or_else(String::new, |e| format!("@{e}"));
+                Ok(format!("{cluster} {group} {tp}={offset}{at}: {e}"))
             }
             K::JoinGroup {
                 cluster,
@@ -1463,14 +1533,27 @@ impl Ctx<'_> {
                 topic,
                 partition,
                 offset,
+                leader_epoch,
             } => {
                 let tp = TopicPartition::new(topic.as_str(), *partition);
-                let got = inspect::committed(&w, self.cluster(cluster), group, &tp);
-                if got == *offset {
-                    Ok(format!("{cluster} {group} {tp}: {got:?}"))
+                let c = self.cluster(cluster);
+                let got = inspect::committed(&w, c, group, &tp);
+                if got != *offset {
+                    return Err(format!(
+                        "{cluster} {group} {tp}: expected {offset:?}, got {got:?}"
+                    ));
+                }
+                let Some(want) = leader_epoch else {
+                    return Ok(format!("{cluster} {group} {tp}: {got:?}"));
+                };
+                let epoch = inspect::committed_leader_epoch(&w, c, group, &tp).unwrap_or(-1);
+                if epoch == *want {
+                    Ok(format!(
+                        "{cluster} {group} {tp}: {got:?} leader epoch {epoch}"
+                    ))
                 } else {
                     Err(format!(
-                        "{cluster} {group} {tp}: expected {offset:?}, got {got:?}"
+                        "{cluster} {group} {tp} leader epoch: expected {want}, got {epoch}"
                     ))
                 }
             }
@@ -1590,6 +1673,152 @@ impl Ctx<'_> {
                     ))
                 }
             }
+            K::TruncateLog {
+                cluster,
+                broker,
+                topic,
+                partition,
+                offset,
+                expect,
+            } => {
+                self.truncate_log(cluster, broker, topic, *partition, *offset, expect.as_ref())
+                    .await
+            }
+            K::DescribeMirror(d) => self.describe_mirror(d),
+            K::WaitDescribeMirror(d) => self.wait_describe_mirror(d).await,
+            K::ListMirrors(d) => self.list_mirrors(d),
+            K::WaitListMirrors(d) => self.wait_list_mirrors(d).await,
+            K::ExpectMirrorStateRecord(d) => self.expect_mirror_state_record(d),
         }
+    }
+}
+
+/// The KIP-1279 admin-answer steps and test hooks (`mirror_steps`), kept apart from the
+/// long `step` match.
+impl Ctx<'_> {
+    /// The topic id a `create_topic.topic_id` names.
+    fn resolve_topic_id(&self, id: &str) -> Result<TopicId, String> {
+        match TopicIdRef::parse(id)? {
+            TopicIdRef::Literal(n) => Ok(TopicId(n)),
+            TopicIdRef::Of { cluster, topic } => {
+                let c = self.cluster(&cluster);
+                let arc = self.w.world.node_state(NodeId::controller(c));
+                let g = lock(&arc);
+                g.as_controller()
+                    .and_then(|ctl| ctl.image().topic_id(&topic))
+                    .ok_or_else(|| format!("topic_id: `{topic}` is unknown on {cluster}"))
+            }
+        }
+    }
+
+    /// `unclean_election.broker`, checked the way the step documents: a replica of `tp`, up,
+    /// and not fenced by the controller.
+    fn election_candidate(
+        &self,
+        c: ClusterIdx,
+        tp: &TopicPartition,
+        b: BrokerId,
+    ) -> Result<BrokerId, String> {
+        let name = self.w.world.node_name(NodeId::broker(c, b));
+        let replicas = self.w.replicas(c, tp);
+        if !replicas.contains(&b) {
+            let ids: Vec<i32> = replicas.iter().map(|r| r.0).collect();
+            return Err(format!(
+                "{name} is not a replica of {tp} (replicas {ids:?}): it cannot be elected"
+            ));
+        }
+        if !inspect::is_up(&self.w, c, b) {
+            return Err(format!("{name} is down: it cannot be elected"));
+        }
+        if !self.w.unfenced_brokers(c).contains(&b) {
+            return Err(format!(
+                "{name} is fenced by the controller: it cannot be elected"
+            ));
+        }
+        Ok(b)
+    }
+
+    async fn truncate_log(
+        &self,
+        cluster: &str,
+        broker: &BrokerRef,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        expect: Option<&String>,
+    ) -> StepResult {
+        let c = self.cluster(cluster);
+        let tp = TopicPartition::new(topic, partition);
+        let b = self.resolve_broker(c, broker, Some(&topic.to_string()), partition)?;
+        let who = format!("{cluster}-{}", b.0);
+        let before = inspect::bounds(&self.w, c, b, &tp);
+        let e = self
+            .w
+            .test_truncate_log(c, b, &tp, Offset(offset))
+            .await
+            .unwrap_or(ErrorCode::RequestTimedOut);
+        check_error(e, expect)?;
+        let after = inspect::bounds(&self.w, c, b, &tp);
+        Ok(match (before, after) {
+            (Some(x), Some(y)) if e.is_ok() => format!(
+                "{who} {tp} to {offset}: LEO {}->{} HW {}->{} start {}->{}",
+                x.leo, y.leo, x.hw, y.hw, x.log_start, y.log_start
+            ),
+            _ => format!("{who} {tp} to {offset}: {e}"),
+        })
+    }
+
+    fn describe_mirror(&self, d: &DescribeMirrorDef) -> StepResult {
+        let (error, rows) = mirror_steps::describe(&self.w, self.cluster(&d.cluster), &d.mirror);
+        mirror_steps::check_describe(d, error, &rows).map(|ok| format!("{}: {ok}", d.cluster))
+    }
+
+    async fn wait_describe_mirror(&self, d: &DescribeMirrorDef) -> StepResult {
+        let c = self.cluster(&d.cluster);
+        let timeout = d.timeout_ms.unwrap_or(60_000);
+        let check = |w: &KafkaWorld| {
+            let (error, rows) = mirror_steps::describe(w, c, &d.mirror);
+            mirror_steps::check_describe(d, error, &rows)
+        };
+        let what = format!("{} {} as described", d.cluster, d.mirror);
+        let waited = self.wait(timeout, &what, |w| check(w).is_ok()).await;
+        match (waited, check(&self.w)) {
+            (Ok(r), Ok(now)) => Ok(format!("{r}: {now}")),
+            (Err(e), Err(why)) | (Ok(e), Err(why)) => Err(format!("{e}: {why}")),
+            (Err(e), Ok(_)) => Err(e),
+        }
+    }
+
+    fn list_mirrors_now(&self, d: &ListMirrorsDef, w: &KafkaWorld) -> Vec<String> {
+        let filter = mirror_steps::list_filter(d, |n| self.sc.cluster_index(n).unwrap_or(0));
+        mirror_steps::list(w, self.cluster(&d.cluster), &filter)
+            .iter()
+            .map(mirror_steps::render_listing)
+            .collect()
+    }
+
+    fn list_mirrors(&self, d: &ListMirrorsDef) -> StepResult {
+        let got = self.list_mirrors_now(d, &self.w);
+        if got == d.mirrors {
+            Ok(format!("{}: {got:?}", d.cluster))
+        } else {
+            Err(format!(
+                "{} mirrors: expected {:?}, got {got:?}",
+                d.cluster, d.mirrors
+            ))
+        }
+    }
+
+    async fn wait_list_mirrors(&self, d: &ListMirrorsDef) -> StepResult {
+        let timeout = d.timeout_ms.unwrap_or(60_000);
+        let what = format!("{} mirrors {:?}", d.cluster, d.mirrors);
+        self.wait(timeout, &what, |w| self.list_mirrors_now(d, w) == d.mirrors)
+            .await
+            .map_err(|e| format!("{e} (now {:?})", self.list_mirrors_now(d, &self.w)))
+    }
+
+    fn expect_mirror_state_record(&self, d: &MirrorStateRecordDef) -> StepResult {
+        let (record, design) = mirror_steps::read_record(&self.w, self.cluster(&d.cluster), d)?;
+        mirror_steps::check_record(d, record.as_ref(), &design)
     }
 }

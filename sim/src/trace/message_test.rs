@@ -176,13 +176,14 @@ fn mirror_state_replies_show_state_epochs_and_last_mirror_epoch() {
                     source_offset: 38,
                     destination_offset: 45,
                     error_message: None,
+                    retry_attempt: -1,
                 }],
             }],
         }],
     };
     assert_eq!(
         resp(d, Some("DescribeMirrors")),
-        "DescribeMirrors m1(NONE src=src t0:Stopped t0-0(STOPPED lme=3 lmo=40 src=38 dst=45))"
+        "DescribeMirrors m1(NONE src=src t0:Stopped t0-0(STOPPED lme=3 lmo=40 src=38 dst=45 retry=-1))"
     );
     let r = Response::ReadMirrorStates {
         error: ErrorCode::None,

@@ -87,10 +87,14 @@ pub(super) fn write(out: &mut String, r: &Request) {
         R::ElectLeaders {
             partitions,
             unclean,
+            test_only_candidate,
         } => {
             w!(out, " {}", List(partitions));
             if *unclean {
                 out.push_str(" UNCLEAN");
+            }
+            if let Some(b) = test_only_candidate {
+                w!(out, " test_only_candidate={b}");
             }
         }
         R::IncrementalAlterConfigs { resource, ops } => {
@@ -167,7 +171,20 @@ pub(super) fn write(out: &mut String, r: &Request) {
             mirror_name,
             topics,
         } => w!(out, " {mirror_name} {}", List(topics)),
-        R::ListMirrors {} | R::ListGroups {} => {}
+        R::ListGroups {} => {}
+        R::ListMirrors { filter } => {
+            if let Some(ns) = &filter.mirror_names {
+                w!(out, " mirrors={}", List(ns));
+            }
+            if let Some(ids) = &filter.source_cluster_ids {
+                w!(out, " source_ids={}", List(ids));
+            }
+            if let Some(ds) = &filter.desired_states {
+                let names: Vec<String> = ds.iter().map(|d| format!("{d:?}")).collect();
+                w!(out, " desired={}", List(&names));
+            }
+        }
+        R::TestTruncateLog { partition, offset } => w!(out, " {partition} to={offset}"),
         R::CreateAcls { creations } => w!(out, " {}", List(creations)),
         R::DeleteAcls { filters } => each_filter(out, filters),
         R::DescribeAcls { filter } => each_filter(out, std::slice::from_ref(filter)),

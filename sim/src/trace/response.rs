@@ -348,6 +348,9 @@ fn describe_mirror(out: &mut String, m: &MirrorDescription) {
                 p.source_offset,
                 p.destination_offset
             );
+            if p.retry_attempt != 0 {
+                w!(out, " retry={}", p.retry_attempt);
+            }
             text(out, "reason", p.error_message.as_deref());
             out.push(')');
         }

@@ -150,6 +150,7 @@ impl AdminOp {
             } => Request::ElectLeaders {
                 partitions: vec![TopicPartition::new(topic, partition)],
                 unclean,
+                test_only_candidate: None,
             },
             AdminOp::AlterTopicConfig { topic, key, value } => Request::IncrementalAlterConfigs {
                 resource: ConfigResource::Topic(topic),

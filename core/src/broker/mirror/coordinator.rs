@@ -1,7 +1,9 @@
 //! Hosting the `__mirror_state` coordinator (KIP-1279 B §3, §4.2): the leader of each
 //! `__mirror_state` partition runs a [`MirrorStateStore`], answers `ReadMirrorStates`,
 //! persists `WriteMirrorStates` with acks=all before answering, and answers the LME lookups of
-//! `DescribeMirrors` from what it hosts (local-only, as in the prototype).
+//! `DescribeMirrors` from what it hosts (local-only, as in the prototype). `DescribeMirrors`
+//! without lookups (the describe of states and lags) is answered here too, from the mirror
+//! runs this broker leads and the records it hosts.
 
 use std::collections::BTreeMap;
 
@@ -17,7 +19,7 @@ use crate::protocol::messages::{
     WriteMirrorStatesTopic, WriteMirrorStatesTopicResult,
 };
 use crate::protocol::metadata::{
-    ConfigResource, MIRROR_STATE_TOPIC, MIRROR_STATE_TOPIC_PARTITIONS,
+    ConfigResource, MIRROR_SOURCE_CLUSTER_CONFIG, MIRROR_STATE_TOPIC, MIRROR_STATE_TOPIC_PARTITIONS,
 };
 use crate::protocol::{CorrelationId, ErrorCode, NodeId, Response};
 use crate::types::{LeaderEpoch, Offset, TopicId, TopicPartition};
@@ -120,6 +122,46 @@ impl Broker {
         Some(store)
     }
 
+    /// What this broker, as the `__mirror_state` coordinator of `key`, holds for it:
+    /// `None` when it does not host the key's store partition, `Some(None)` when it holds no
+    /// record. Reads see only committed state (Kafka CoordinatorRuntime: read operations run
+    /// against the last committed offset). The live store already holds writes whose records
+    /// are not replicated yet; answering from it let a leader take a transition a later
+    /// coordinator never saw as its own (mirror chaos seed 102: PAUSED→MIRRORING reported
+    /// twice with state epoch 5).
+    #[must_use]
+    pub fn committed_mirror_state(
+        &self,
+        key: &MirrorPartitionKey,
+    ) -> Option<
+        Option<(
+            crate::mirror::MirrorPartitionStatus,
+            crate::mirror::LastMirrorEpochsValue,
+        )>,
+    > {
+        let sp = crate::mirror::mirror_state_partition(
+            &key.mirror_name,
+            key.topic_id,
+            key.partition,
+            MIRROR_STATE_TOPIC_PARTITIONS,
+        );
+        let (_, store) = self.mirror_coord.stores.get(&sp)?;
+        Some(match self.committed_mirror_store(sp) {
+            Some(committed) => committed.read(key),
+            None => store.read(key),
+        })
+    }
+
+    /// The `ReadMirrorStates` answer for one partition, as this broker gives it now
+    /// (NOT_COORDINATOR when it does not host the record's store partition).
+    #[must_use]
+    pub fn read_mirror_state(&self, key: &MirrorPartitionKey) -> MirrorPartitionStateData {
+        match self.committed_mirror_state(key) {
+            Some(read) => state_data(key.partition, ErrorCode::None, read),
+            None => state_data(key.partition, ErrorCode::NotCoordinator, None),
+        }
+    }
+
     pub(in crate::broker) fn handle_read_mirror_states(
         &mut self,
         mirror_name: &str,
@@ -134,26 +176,10 @@ impl Broker {
                     topic_id: t.topic_id,
                     partition: p,
                 };
-                let sp = crate::mirror::mirror_state_partition(
-                    mirror_name,
-                    t.topic_id,
-                    p,
-                    MIRROR_STATE_TOPIC_PARTITIONS,
-                );
-                let Some((_, store)) = self.mirror_coord.stores.get(&sp) else {
-                    parts.push(state_data(p, ErrorCode::NotCoordinator, None));
-                    continue;
-                };
-                // Reads see only committed state (Kafka CoordinatorRuntime: read operations
-                // run against the last committed offset). The live store already holds writes
-                // whose records are not replicated yet; answering from it let a leader take a
-                // transition a later coordinator never saw as its own (mirror chaos seed 102:
-                // PAUSED→MIRRORING reported twice with state epoch 5).
-                let read = match self.committed_mirror_store(sp) {
-                    Some(committed) => committed.read(&key),
-                    None => store.read(&key),
-                };
-                parts.push(state_data(p, ErrorCode::None, read));
+                parts.push(match self.committed_mirror_state(&key) {
+                    Some(read) => state_data(p, ErrorCode::None, read),
+                    None => state_data(p, ErrorCode::NotCoordinator, None),
+                });
             }
             out.push(ReadMirrorStatesTopicResult {
                 name: t.name,
@@ -417,6 +443,7 @@ impl Broker {
                             source_offset: -1,
                             destination_offset: -1,
                             error_message: status.error_message.clone(),
+                            retry_attempt: status.retry_attempt,
                         });
                     }
                 }
@@ -440,6 +467,139 @@ impl Broker {
             });
         }
         Response::DescribeMirrors { mirrors }
+    }
+
+    /// KIP-1279 `DescribeClusterMirrors` without LME lookups: the states and lags this
+    /// broker knows, local-only as the prototype's brokers answer (each partition's leader
+    /// reports its `LeaderStateDescription`). For every mirror (all, or the requested ones; a
+    /// requested name that does not exist answers UNKNOWN_CLUSTER_MIRROR), every topic this
+    /// broker's metadata puts in it, every partition:
+    /// - that it leads: the state of its mirror run (UNKNOWN before the first read; named as
+    ///   the design names it), the retry attempt and the FAILED reason; while the mirror
+    ///   fetcher fetches the partition, the source HW the fetcher last saw (`-1` before the
+    ///   first answer) and the local LEO, else `-1` for both;
+    /// - whose `__mirror_state` record it hosts: the committed record's LME and LMO, and,
+    ///   when it does not lead the partition, the state, retry attempt and reason the record
+    ///   holds (offsets `-1`).
+    ///
+    /// Partitions it neither leads nor hosts are left out. An admin client merges the
+    /// brokers' answers: state, offsets, retry attempt and reason from the partition's
+    /// leader, LME and LMO as the maximum (as for lookups).
+    #[must_use]
+    pub fn describe_mirrors(&self, names: Option<&[String]>) -> Response {
+        let defined: Vec<String> = self
+            .image
+            .configs
+            .iter()
+            .filter_map(|(r, c)| match r {
+                ConfigResource::Mirror(n) if !c.is_empty() => Some(n.clone()),
+                _ => None,
+            })
+            .collect();
+        let wanted: Vec<String> = names.map_or_else(|| defined.clone(), <[String]>::to_vec);
+        let mirrors = wanted
+            .into_iter()
+            .map(|name| {
+                if !defined.contains(&name) {
+                    return MirrorDescription {
+                        mirror_name: name,
+                        error: ErrorCode::UnknownClusterMirror,
+                        source: String::new(),
+                        topics: Vec::new(),
+                    };
+                }
+                let source = self
+                    .image
+                    .configs
+                    .get(&ConfigResource::Mirror(name.clone()))
+                    .and_then(|c| c.get(MIRROR_SOURCE_CLUSTER_CONFIG))
+                    .cloned()
+                    .unwrap_or_default();
+                let topics = crate::controller::mirror_admin::mirror_topics(&self.image, &name)
+                    .into_iter()
+                    .map(|(topic, desired)| MirrorTopicDescription {
+                        partitions: self.describe_mirror_topic(&name, &topic),
+                        name: topic,
+                        desired: Some(desired),
+                    })
+                    .collect();
+                MirrorDescription {
+                    mirror_name: name,
+                    error: ErrorCode::None,
+                    source,
+                    topics,
+                }
+            })
+            .collect();
+        Response::DescribeMirrors { mirrors }
+    }
+
+    /// [`Self::describe_mirrors`] for one topic of `mirror`.
+    fn describe_mirror_topic(&self, mirror: &str, topic: &str) -> Vec<MirrorPartitionDescription> {
+        let Some(topic_id) = self.image.topic_id(topic) else {
+            return Vec::new();
+        };
+        let count = self
+            .image
+            .topics
+            .get(&topic_id)
+            .map_or(0, |t| t.partitions.len());
+        let design = self.mirror_design();
+        let mut out = Vec::new();
+        for p in 0..i32::try_from(count).unwrap_or(i32::MAX) {
+            let tp = TopicPartition::new(topic, p);
+            let key = MirrorPartitionKey {
+                mirror_name: mirror.to_string(),
+                topic_id,
+                partition: p,
+            };
+            let record = self.committed_mirror_state(&key).flatten();
+            let (lme, lmo) = record.as_ref().map_or((-1, -1), |(_, last)| {
+                (last.last_mirror_epoch, last.last_mirror_offset)
+            });
+            let led = self
+                .partitions
+                .get(&tp)
+                .filter(|x| x.is_leader())
+                .and(self.mirror_runs.get(&tp).filter(|r| r.mirror == mirror));
+            let (state, retry_attempt, error_message, source_offset, destination_offset) =
+                match (led, &record) {
+                    (Some(run), _) => {
+                        let status = run.status.as_ref();
+                        let fetched = self.mirror_fetch.parts.get(&tp);
+                        (
+                            run.state(),
+                            status.map_or(0, |s| s.retry_attempt),
+                            status.and_then(|s| s.error_message.clone()),
+                            fetched
+                                .and_then(|f| f.source_high_watermark)
+                                .map_or(-1, |o| o.0),
+                            fetched
+                                .and_then(|_| self.partitions.get(&tp))
+                                .map_or(-1, |x| x.log.log_end_offset().0),
+                        )
+                    }
+                    (None, Some((status, _))) => (
+                        status.state,
+                        status.retry_attempt,
+                        status.error_message.clone(),
+                        -1,
+                        -1,
+                    ),
+                    (None, None) => continue,
+                };
+            out.push(MirrorPartitionDescription {
+                partition: p,
+                state: state.name_in(&design).to_string(),
+                last_mirror_epoch: lme,
+                last_mirror_offset: lmo,
+                source_offset,
+                destination_offset,
+                error_message,
+                retry_attempt,
+            });
+        }
+        out
     }
 }
 

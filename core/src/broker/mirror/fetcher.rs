@@ -29,6 +29,9 @@ pub struct MirrorFetchPart {
     pub delayed_until: Option<Instant>,
     /// In the outstanding fetch.
     pub in_flight: bool,
+    /// The source high watermark of the last answer without an error (the prototype
+    /// fetcher's `updateMirrorOffsetInfo`; DescribeMirrors' `SourceOffset`).
+    pub source_high_watermark: Option<Offset>,
 }
 
 /// Mirror fetch bookkeeping of one broker.
@@ -77,6 +80,7 @@ impl Broker {
             last_fetched_epoch: p.log.latest_epoch(),
             delayed_until: None,
             in_flight: false,
+            source_high_watermark: None,
         };
         self.mirror_fetch.parts.entry(tp.clone()).or_insert(part);
         if !self.mirror_fetch.source_leaders.contains_key(tp)
@@ -389,7 +393,11 @@ impl Broker {
     fn on_mirror_partition_data(&mut self, r: FetchPartitionResponse, backoff: Instant) {
         let tp = r.tp.clone();
         match r.error {
-            ErrorCode::None => {}
+            ErrorCode::None => {
+                if let Some(p) = self.mirror_fetch.parts.get_mut(&tp) {
+                    p.source_high_watermark = Some(r.high_watermark);
+                }
+            }
             ErrorCode::OffsetOutOfRange => {
                 self.mirror_out_of_range(&tp, &r);
                 return;

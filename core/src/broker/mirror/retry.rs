@@ -8,6 +8,7 @@ use crate::broker::timers::TimerId;
 use crate::mirror::FailedRetry;
 use crate::mirror::{MirrorPartitionState as S, MirrorPartitionStatus, is_valid_transition};
 use crate::protocol::ErrorCode;
+use crate::protocol::metadata::ConfigResource;
 use crate::types::{TopicId, TopicPartition};
 
 use super::manager::MirrorStep;
@@ -174,11 +175,22 @@ impl Broker {
         topics: &[String],
     ) -> Vec<(String, ErrorCode, TopicId)> {
         let supported = self.mirror_design().failed_retry() != FailedRetry::Never;
+        // A mirror this broker's metadata does not define: every topic answers
+        // UNKNOWN_CLUSTER_MIRROR, as the controller answers the other topic operations.
+        let defined = self
+            .image
+            .configs
+            .get(&ConfigResource::Mirror(mirror.to_string()))
+            .is_some_and(|c| !c.is_empty());
         let mut results = Vec::new();
         for topic in topics {
             let id = self.image.topic_id(topic).unwrap_or(TopicId::ZERO);
             if !supported {
                 results.push((topic.clone(), ErrorCode::InvalidRequest, id));
+                continue;
+            }
+            if !defined {
+                results.push((topic.clone(), ErrorCode::UnknownClusterMirror, id));
                 continue;
             }
             let member = self
