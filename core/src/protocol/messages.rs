@@ -822,6 +822,7 @@ pub struct MirrorTopicResult {
 /// KIP-1279 `ListClusterMirrors` filters (prototype `ListClusterMirrorsOptions`):
 /// `mirrorNameFilter`, `sourceClusterIdFilter`, `desiredStateFilter`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub struct ListMirrorsFilter {
     /// Only these mirrors (`None`: every mirror).
     pub mirror_names: Option<Vec<String>>,
