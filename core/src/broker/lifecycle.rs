@@ -202,17 +202,8 @@ impl Broker {
                     String,
                     std::collections::BTreeSet<String>,
                 > = std::collections::BTreeMap::new();
-                let mirrors_before: std::collections::BTreeSet<String> = self
-                    .image
-                    .configs
-                    .iter()
-                    .filter_map(|(r, c)| match r {
-                        crate::protocol::metadata::ConfigResource::Mirror(m) if !c.is_empty() => {
-                            Some(m.clone())
-                        }
-                        _ => None,
-                    })
-                    .collect();
+                let mirrors_before: std::collections::BTreeSet<String> =
+                    self.image.mirror_names().into_iter().collect();
                 let mut removed = Vec::new();
                 let coordinators_before = self.mirror_state_leader_epochs();
                 for (offset, record) in records {

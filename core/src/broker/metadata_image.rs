@@ -203,6 +203,18 @@ impl MetadataImage {
         self.topic_ids.get(name).copied()
     }
 
+    /// The KIP-1279 mirrors that exist (a `MIRROR` config resource with keys), in name order.
+    #[must_use]
+    pub fn mirror_names(&self) -> Vec<String> {
+        self.configs
+            .iter()
+            .filter_map(|(r, c)| match r {
+                ConfigResource::Mirror(n) if !c.is_empty() => Some(n.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// A topic config value, if set.
     #[must_use]
     pub fn topic_config(&self, topic: &str, key: &str) -> Option<&str> {

@@ -256,23 +256,7 @@ impl Controller {
     ) -> Response {
         let error = match validate_alter_mirror_configs(self.image(), mirror, ops) {
             Ok(()) => {
-                let resource = ConfigResource::Mirror(mirror.to_string());
-                let current = self
-                    .image()
-                    .configs
-                    .get(&resource)
-                    .cloned()
-                    .unwrap_or_default();
-                for (k, v) in ops {
-                    if current.get(k) == v.as_ref() {
-                        continue;
-                    }
-                    self.append(MetadataRecord::Config {
-                        resource: resource.clone(),
-                        name: k.clone(),
-                        value: v.clone(),
-                    });
-                }
+                self.append_config_changes(&ConfigResource::Mirror(mirror.to_string()), ops);
                 ErrorCode::None
             }
             Err(e) => (&e).into(),

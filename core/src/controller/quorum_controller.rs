@@ -1026,6 +1026,22 @@ impl Controller {
         if ops.iter().any(|(k, _)| !keys.insert(k.as_str())) {
             return Err(TopicError::InvalidRequest("duplicate config key"));
         }
+        self.append_config_changes(resource, ops);
+        if let (ConfigResource::Topic(name), Some(id)) = (resource, topic_id)
+            && self.unclean_leader_election_enabled(name)
+        {
+            self.elect_offline_partitions(Some(id));
+        }
+        Ok(())
+    }
+
+    /// One `ConfigRecord` per key of `ops` whose value differs from the image's (a set to the
+    /// same value, or a delete of an unset key, writes nothing).
+    pub(super) fn append_config_changes(
+        &mut self,
+        resource: &ConfigResource,
+        ops: &[(String, Option<String>)],
+    ) {
         let current = self
             .image()
             .configs
@@ -1042,12 +1058,6 @@ impl Controller {
                 value: v.clone(),
             });
         }
-        if let (ConfigResource::Topic(name), Some(id)) = (resource, topic_id)
-            && self.unclean_leader_election_enabled(name)
-        {
-            self.elect_offline_partitions(Some(id));
-        }
-        Ok(())
     }
 }
 

@@ -487,15 +487,7 @@ impl Broker {
     /// leader, LME and LMO as the maximum (as for lookups).
     #[must_use]
     pub fn describe_mirrors(&self, names: Option<&[String]>) -> Response {
-        let defined: Vec<String> = self
-            .image
-            .configs
-            .iter()
-            .filter_map(|(r, c)| match r {
-                ConfigResource::Mirror(n) if !c.is_empty() => Some(n.clone()),
-                _ => None,
-            })
-            .collect();
+        let defined: Vec<String> = self.image.mirror_names();
         let wanted: Vec<String> = names.map_or_else(|| defined.clone(), <[String]>::to_vec);
         let mirrors = wanted
             .into_iter()

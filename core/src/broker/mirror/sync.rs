@@ -313,15 +313,7 @@ impl Broker {
     /// After metadata was applied: arms the sync timer of every mirror this broker now
     /// coordinates, and drops the timers and rounds of the ones it no longer does.
     pub(in crate::broker) fn mirror_sync_on_metadata(&mut self) {
-        let mirrors: Vec<String> = self
-            .image
-            .configs
-            .iter()
-            .filter_map(|(r, c)| match r {
-                ConfigResource::Mirror(n) if !c.is_empty() => Some(n.clone()),
-                _ => None,
-            })
-            .collect();
+        let mirrors: Vec<String> = self.image.mirror_names();
         for m in mirrors {
             let id = TimerId::MirrorSync(m.clone());
             if self.is_mirror_coordinator(&m) {
