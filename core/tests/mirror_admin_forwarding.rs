@@ -185,6 +185,8 @@ fn describe_mirrors_reports_the_partitions_a_broker_leads_and_recover_knows_its_
                 topic_id: TopicId(0xfeed),
                 num_partitions: 2,
             }],
+            include_patterns: Vec::new(),
+            exclude_patterns: Vec::new(),
             state_validation_offset: None,
         },
     );
