@@ -182,7 +182,7 @@ const NAMED: [(&str, &str); 20] = [
     ),
     (
         "latest",
-        "late prototype: LOG_ALIGNMENT by LastMirrorPosition (epoch rule bounded by the offset), convergence also waits for min ISR; EPOCH_FENCING reactive, proactive and periodic (threshold 3, increment 10; the mirror coordinator's sync bumps partitions of topics desired MIRRORING or STOPPED whose source epoch nears the local one); a divergence goes ULE_RECOVERY with mirror.support.unclean.leader.election, else FAILED for good; FAILED retries to the previous state with a doubling backoff (no jitter; the mirror's mirror.failed.retry.initial.backoff.ms, max.backoff.ms and max.attempts, defaults 100, 300000, 20), after max.attempts only RecoverMirrorTopics leaves it, and it is re-asserted before a stop; stop accepted only when every partition reads MIRRORING or PAUSED (the broker's validateStopMirrorStates); stop: record the position, bump, ABORT markers, PID reset (B §8.5). RecoverMirrorTopics rewrites FAILED to the previous state. Not modelled: the stale source metadata check (every mirror fetch carries currentLeaderEpoch, so a source leader fences a stale fetch before it could return a batch above it)",
+        "late prototype: LOG_ALIGNMENT by LastMirrorPosition (epoch rule bounded by the offset), convergence also waits for min ISR; EPOCH_FENCING reactive, proactive and periodic (threshold 3, increment 10; the mirror coordinator's sync bumps partitions of topics desired MIRRORING or STOPPED whose source epoch nears the local one); a divergence goes ULE_RECOVERY with mirror.support.unclean.leader.election, else FAILED for good; a mirror fetch that gets no answer (source unreachable) fails its partitions, retryable, keeping the cached source leader; a transition write that gets no answer or a fenced epoch is read back and written again; FAILED retries to the previous state with a doubling backoff (no jitter; the mirror's mirror.failed.retry.initial.backoff.ms, max.backoff.ms and max.attempts, defaults 100, 300000, 20), after max.attempts only RecoverMirrorTopics leaves it, and it is re-asserted before a stop; stop accepted only when every partition reads MIRRORING or PAUSED (the broker's validateStopMirrorStates); stop: record the position, bump, ABORT markers, PID reset (B §8.5). RecoverMirrorTopics rewrites FAILED to the previous state. Not modelled: the stale source metadata check (every mirror fetch carries currentLeaderEpoch, so a source leader fences a stale fetch before it could return a batch above it)",
     ),
     (
         "early-no-isr-wait",
@@ -408,6 +408,37 @@ impl Design {
     #[must_use]
     pub fn stop_overrides_failed(&self) -> bool {
         self.preset != Preset::Latest
+    }
+
+    /// A mirror fetch that gets no answer (the source broker unreachable: crashed, cut off)
+    /// fails the partitions it carried, retryable, keeps their cached source leader and
+    /// refreshes the source metadata. The late prototype does: `leader.fetch` throws an
+    /// `IOException` (Kafka's `NetworkClient` disconnects a node on a request timeout and
+    /// `NetworkClientUtils.sendAndReceive` throws "Connection to <node> was disconnected
+    /// before the response was read"), `AbstractFetcherThread.handlePartitionsWithErrors`
+    /// then calls `markPartitionRemoved` and `MirrorFetcherThread.refreshSourceClusterMetadata`,
+    /// which schedules the source metadata refresh and transitions the partitions to FAILED
+    /// (nonRetryable false), and the FAILED retry re-enters MIRRORING, whose fetcher asks the
+    /// cached leader again (`ClusterMirroringIntegrationTest.testFailedRetryExhaustion`,
+    /// system tests `test_failed_auto_topic_recovery`, `test_failed_manual_topic_recovery`).
+    /// Seed and early keep the partition in its state with fetcher backoff (A.1: "transient
+    /// fetch errors ... so failover during a source outage works").
+    #[must_use]
+    pub fn mirror_fetch_error_fails_partitions(&self) -> bool {
+        self.preset == Preset::Latest
+    }
+
+    /// A transition whose `__mirror_state` write got no answer (the coordinator unreachable)
+    /// or a fenced epoch is read again and written again, unless a newer transition replaced
+    /// it (the late prototype's `refreshAndPersistState` from `transitionTo` and
+    /// `onRemoteWriteComplete`, B §7.5: "FENCED_* → re-read, merge, retry"). Seed and early
+    /// re-drive the state read back (A.1: "a new leader re-reads the state and re-drives the
+    /// current state's action"), which loses a transition an event decided and the state
+    /// cannot tell again: latest's ULE_RECOVERY after a source divergence, whose truncation
+    /// already ran, would resume MIRRORING without waiting for every replica.
+    #[must_use]
+    pub fn rewrites_unanswered_transition(&self) -> bool {
+        self.preset == Preset::Latest
     }
 
     /// PREPARING / LOG_ALIGNMENT truncates at the start of the first epoch above the last

@@ -225,6 +225,16 @@ fn preset_answers() {
     assert!(d("early").stop_overrides_failed());
     assert!(d("seed").stop_overrides_failed());
     assert!(!d("latest").stop_overrides_failed());
+    // Latest fails a partition whose mirror fetch got no answer and re-writes a transition
+    // whose write got none (B §7.4, §7.5); seed and early keep the state (A.1).
+    for (name, latest) in [("early", false), ("seed", false), ("latest", true)] {
+        assert_eq!(
+            d(name).mirror_fetch_error_fails_partitions(),
+            latest,
+            "{name}"
+        );
+        assert_eq!(d(name).rewrites_unanswered_transition(), latest, "{name}");
+    }
     assert_eq!(
         d("early").mirror_fetch_isolation(),
         FetchIsolation::TxnCommitted

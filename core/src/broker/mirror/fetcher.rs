@@ -148,10 +148,18 @@ impl Broker {
     /// A request to a source broker timed out: until it answers again, metadata refreshes
     /// go elsewhere, and every partition whose cached leader it is rediscovers its leader
     /// (Kafka: a disconnect requests a metadata update for the node's partitions).
+    ///
+    /// In the latest design the cached leaders stay: the prototype's mirror cache keeps the
+    /// last source leader it learned (`MirrorFetcherThread.updateSourceClusterLeader` only
+    /// replaces it with a newer one), so a FAILED partition's retry fetches from it again and
+    /// fails again while the source is down (see [`Self::on_mirror_fetch_unanswered`]).
     fn on_source_broker_timeout(&mut self, cluster: ClusterIdx, broker: BrokerId) {
         self.mirror_fetch
             .unreachable
             .insert((cluster, broker), self.now);
+        if self.mirror_design().mirror_fetch_error_fails_partitions() {
+            return;
+        }
         self.mirror_fetch
             .source_leaders
             .retain(|_, (c, l, _)| (*c, *l) != (cluster, broker));
@@ -357,6 +365,11 @@ impl Broker {
                 p.in_flight = false;
             }
         }
+        if resp.is_none() && self.mirror_design().mirror_fetch_error_fails_partitions() {
+            self.on_mirror_fetch_unanswered(leader, &sent);
+            self.maybe_send_mirror_fetches();
+            return;
+        }
         let backoff = self.now.plus_millis(1_000);
         match resp {
             Some(Response::Fetch { error, partitions }) if error.is_ok() => {
@@ -388,6 +401,56 @@ impl Broker {
             }
         }
         self.maybe_send_mirror_fetches();
+    }
+
+    /// Latest: a mirror fetch to source broker `leader` got no answer. Kafka's client gives up
+    /// on a request after `request.timeout.ms` and disconnects the node, and `leader.fetch`
+    /// throws `IOException("Connection to <node> was disconnected before the response was
+    /// read")` (`NetworkClientUtils.sendAndReceive`). The prototype's
+    /// `AbstractFetcherThread.handlePartitionsWithErrors` then removes every partition of
+    /// the fetch from the fetcher (`markPartitionRemoved`) and calls
+    /// `MirrorFetcherThread.refreshSourceClusterMetadata`: a source metadata refresh, and
+    /// FAILED with `nonRetryable = false`. The FAILED retry re-enters MIRRORING, whose fetch
+    /// to the cached leader fails the same way while the source is down, one more attempt
+    /// each time, until `mirror.failed.retry.max.attempts`; once the source answers, the retry
+    /// mirrors again.
+    ///
+    /// The reason text: the newest prototype passes a `reason` string whose construction in
+    /// `AbstractFetcherThread` could not be read (the version read passes none, leaving the
+    /// error message empty); the model records the exception's message, as the prototype's
+    /// other failure paths do (`ex.getMessage()`). A partition whose run is busy writing a
+    /// transition (a stop or a fence decided meanwhile) only backs off, as before: its
+    /// transition decides what comes next.
+    fn on_mirror_fetch_unanswered(&mut self, leader: BrokerId, sent: &[(TopicPartition, Offset)]) {
+        let reason = format!(
+            "Connection to {} was disconnected before the response was read",
+            leader.0
+        );
+        let backoff = self.now.plus_millis(1_000);
+        let mut mirrors = BTreeSet::new();
+        for (tp, _) in sent {
+            if !self.mirror_fetch.parts.contains_key(tp) {
+                continue;
+            }
+            let settled = self.mirror_runs.get(tp).is_some_and(|r| {
+                r.step == super::manager::MirrorStep::Idle && r.state() == S::Mirroring
+            });
+            if !settled {
+                if let Some(p) = self.mirror_fetch.parts.get_mut(tp) {
+                    p.delayed_until = Some(backoff);
+                }
+                self.timers.set_if_earlier(TimerId::MirrorRetry, backoff);
+                continue;
+            }
+            if let Some(r) = self.mirror_runs.get(tp) {
+                mirrors.insert(r.mirror.clone());
+            }
+            self.remove_from_mirror_fetcher(tp);
+            self.mirror_fail_retryable(tp, &reason);
+        }
+        for m in mirrors {
+            self.refresh_source_metadata(&m);
+        }
     }
 
     fn on_mirror_partition_data(&mut self, r: FetchPartitionResponse, backoff: Instant) {

@@ -94,6 +94,25 @@ pub struct MirrorRun {
     /// (see [`Event::MirrorStateRegressed`]): writes repair the record from it, while the
     /// partition keeps behaving as `status` says.
     pub behind: Option<MirrorPartitionStatus>,
+    /// The last transition this run sent to the coordinator, as sent.
+    pub last_write: Option<TransitionWrite>,
+    /// Latest ([`crate::mirror::Design::rewrites_unanswered_transition`]): a transition whose
+    /// write got no answer or a fenced epoch, written again after the re-read unless the state
+    /// read back cannot enter it or the desired state changed meanwhile (the prototype's
+    /// `refreshAndPersistState`; a desired-state change writes a newer transition, which
+    /// `pendingStateTransitions` lets replace it).
+    pub rewrite: Option<TransitionWrite>,
+}
+
+/// A transition write, kept to send it again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransitionWrite {
+    /// The state written.
+    pub target: S,
+    /// The failback marker written with it.
+    pub last_mirror: Option<(i32, i64)>,
+    /// A FAILED reason and retry counter written with it.
+    pub failure: Option<(String, i16)>,
 }
 
 /// A transition this broker wrote to `__mirror_state` without seeing it succeed (the response
@@ -206,6 +225,8 @@ impl Broker {
                 r.desired = m.desired;
                 r.mirror = m.mirror_name;
                 if changed {
+                    // The new desired state decides the next transition after the re-read.
+                    r.rewrite = None;
                     self.mirror_drive(tp);
                 }
                 // A bump during STOPPING changes the epoch: handled below as a new run only
@@ -223,6 +244,8 @@ impl Broker {
                     leader_epoch: epoch,
                     proactive_bump_pending: false,
                     behind: None,
+                    last_write: None,
+                    rewrite: None,
                 };
                 self.mirror_runs.insert(tp.clone(), run);
                 self.send_mirror_read(tp);
@@ -442,7 +465,32 @@ impl Broker {
                 reason,
             });
         }
+        if self.mirror_rewrite_after_read(tp) {
+            return;
+        }
         self.mirror_drive_from_state(tp, true);
+    }
+
+    /// Latest: writes again the transition whose write got no answer or a fenced epoch, now
+    /// that the state was read back (the prototype's `refreshAndPersistState` then
+    /// `persistState`, B §7.5): true when it did. A read that shows the transition persisted
+    /// (its answer was lost) re-drives it like any read state; one from which the transition
+    /// is not valid (another leader moved the state on) drops it.
+    fn mirror_rewrite_after_read(&mut self, tp: &TopicPartition) -> bool {
+        let design = self.mirror_design();
+        let Some(r) = self.mirror_runs.get_mut(tp) else {
+            return false;
+        };
+        let Some(w) = r.rewrite.take() else {
+            return false;
+        };
+        let read = r.state();
+        if read == w.target || !is_valid_transition(&design, read, w.target) {
+            return false;
+        }
+        let failure = w.failure.as_ref().map(|(m, a)| (m.as_str(), *a));
+        self.mirror_write_with(tp, Some(w.target), w.last_mirror, failure);
+        true
     }
 
     /// This STOPPED run read back an older `answer` than the STOPPED it saw committed at
@@ -661,6 +709,11 @@ impl Broker {
         let base_state = r.write_base().map_or(S::Unknown, |s| s.state);
         if let Some(t) = target {
             r.step = MirrorStep::Writing(t);
+            r.last_write = Some(TransitionWrite {
+                target: t,
+                last_mirror,
+                failure: failure.map(|(m, a)| (m.to_string(), a)),
+            });
             let u = UnconfirmedTransition {
                 from: base_state,
                 from_epoch: state_epoch,
@@ -714,6 +767,8 @@ impl Broker {
         reason: Option<String>,
         resp: Option<Response>,
     ) {
+        let unanswered = resp.is_none();
+        let rewrites = self.mirror_design().rewrites_unanswered_transition();
         let result = match resp {
             Some(Response::WriteMirrorStates { error, topics }) if error.is_ok() => topics
                 .into_iter()
@@ -797,6 +852,19 @@ impl Broker {
                 // spins read→write→fenced until the pending record commits or its coordinator
                 // learns it was replaced (seed 102: ~650 round trips in 0.7 s).
                 r.step = MirrorStep::Reading;
+                if rewrites && r.behind.is_none() {
+                    r.rewrite = r.last_write.clone();
+                }
+                self.mirror_retry_later();
+            }
+            (Some(_), None) if unanswered && rewrites && r.behind.is_none() => {
+                // Latest: the write got no answer (its coordinator down or cut off): the
+                // prototype's `transitionTo` re-reads the state and writes the same transition
+                // again (`refreshAndPersistState`), so a transition an event decided (the
+                // fetcher's ULE_RECOVERY after a divergence it already truncated) is not lost
+                // to a re-drive of the state read back.
+                r.step = MirrorStep::Reading;
+                r.rewrite = r.last_write.clone();
                 self.mirror_retry_later();
             }
             (Some(_), _) => {

@@ -221,8 +221,11 @@ impl Broker {
                 };
                 if let Some(r) = self.mirror_runs.get_mut(&tp) {
                     r.step = MirrorStep::Idle;
+                    // The recovery record carries neither counter nor reason; DescribeMirrors
+                    // answers from this status, so it drops both too.
                     if let Some(s) = r.status.as_mut() {
                         s.retry_attempt = 0;
+                        s.error_message = None;
                     }
                 }
                 self.mirror_write(&tp, Some(target), None);
