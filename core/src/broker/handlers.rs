@@ -597,11 +597,13 @@ impl Broker {
     }
 
     fn try_complete_key(&mut self, key: u64, expired: bool) {
-        let Some(op) = self.purgatory.get(key).cloned() else {
-            return;
-        };
-        match op {
-            Delayed::Produce(mut p) => {
+        let fetch_ready = match self.purgatory.get(key) {
+            None => return,
+            // Cheap pre-check on the parked fetch itself: only re-read when data is available
+            // past the fetch offsets.
+            Some(Delayed::Fetch(f)) => expired || self.fetch_has_data(f),
+            Some(Delayed::Produce(p)) => {
+                let mut p = p.clone();
                 self.check_produce(&mut p);
                 if expired || p.partitions.iter().all(|w| w.error.is_some()) {
                     self.purgatory.take(key);
@@ -610,19 +612,18 @@ impl Broker {
                 } else if let Some(Delayed::Produce(slot)) = self.purgatory.get_mut(key) {
                     *slot = p;
                 }
+                return;
             }
-            Delayed::Fetch(f) => {
-                // Cheap pre-check: only re-read when data is available past the fetch offsets.
-                let ready = expired || self.fetch_has_data(&f);
-                if !ready {
-                    return;
-                }
-                self.purgatory.take(key);
-                self.timers.cancel(&TimerId::Delayed(key));
-                let (resp, _, _) = self.read_fetch(&f);
-                self.respond(f.from, f.id, resp);
-            }
+        };
+        if !fetch_ready {
+            return;
         }
+        let Some(Delayed::Fetch(f)) = self.purgatory.take(key) else {
+            unreachable!("purgatory_key_is_a_fetch: key {key} was a fetch just above");
+        };
+        self.timers.cancel(&TimerId::Delayed(key));
+        let (resp, _, _) = self.read_fetch(&f);
+        self.respond(f.from, f.id, resp);
     }
 
     fn fetch_has_data(&self, f: &DelayedFetch) -> bool {
