@@ -295,6 +295,12 @@ pub struct Producer {
     open: Option<(i32, Vec<Bytes>, Instant)>,
     sticky: i32,
     parts: BTreeMap<i32, PartState>,
+    /// The keys of `parts` in order (fixed at construction: every partition written to has
+    /// its state from the start), so per-step passes over the partitions need no allocation.
+    part_ids: Vec<i32>,
+    /// Records in the batches of `parts` (kept with every queue change, so `buffered` does
+    /// not walk the queues on every generated record).
+    queued_records: usize,
     identity: Identity,
     coordinator: Option<BrokerId>,
     txn: TxnState,
@@ -333,11 +339,12 @@ impl Producer {
             start,
         );
         let sticky = cfg.partitions[rng.below(cfg.partitions.len())];
-        let parts = cfg
+        let parts: BTreeMap<i32, PartState> = cfg
             .partitions
             .iter()
             .map(|p| (*p, PartState::default()))
             .collect();
+        let part_ids = parts.keys().copied().collect();
         Self {
             wire: Wire::new(cfg.cluster, cfg.request_timeout_ms),
             meta,
@@ -348,6 +355,8 @@ impl Producer {
             open: None,
             sticky,
             parts,
+            part_ids,
+            queued_records: 0,
             identity: if idem {
                 Identity::NeedInit { bump: None }
             } else {
@@ -422,12 +431,7 @@ impl Producer {
     }
 
     fn buffered(&self) -> usize {
-        self.parts
-            .values()
-            .flat_map(|p| &p.queue)
-            .map(|b| b.values.len())
-            .sum::<usize>()
-            + self.open.as_ref().map_or(0, |o| o.1.len())
+        self.queued_records + self.open.as_ref().map_or(0, |o| o.1.len())
     }
 
     // ------------------------------------------------------------------ main loop
@@ -611,7 +615,12 @@ impl Producer {
             stashed: None,
             maybe_written: false,
         };
-        self.parts.entry(p).or_default().queue.push_back(batch);
+        self.queued_records += batch.values.len();
+        self.parts
+            .get_mut(&p)
+            .expect("partition_state_exists: open batches are on configured partitions")
+            .queue
+            .push_back(batch);
         self.sticky = self.cfg.partitions[self.rng.below(self.cfg.partitions.len())];
     }
 
@@ -704,8 +713,8 @@ impl Producer {
             _ if self.transactional() => return,
             _ => None,
         };
-        let parts: Vec<i32> = self.parts.keys().copied().collect();
-        for p in parts {
+        for k in 0..self.part_ids.len() {
+            let p = self.part_ids[k];
             if added.as_ref().is_some_and(|a| !a.contains(&p)) {
                 continue;
             }
@@ -720,8 +729,8 @@ impl Producer {
         p: i32,
         producer: Option<(ProducerId, ProducerEpoch)>,
     ) {
-        let tp = self.tp(p);
         let max_in_flight = self.cfg.max_in_flight.clamp(1, 5);
+        let mut tp: Option<TopicPartition> = None;
         let state = self.parts.get_mut(&p).expect("partition state");
         if state.draining {
             if state.any_in_flight() {
@@ -742,7 +751,9 @@ impl Producer {
             if batch.retry_at > now {
                 break;
             }
-            let Some((leader, _)) = self.meta.leader(&tp) else {
+            // Built only when a batch is to be sent: most calls find nothing sendable.
+            let tp = tp.get_or_insert_with(|| TopicPartition::new(self.cfg.topic.as_str(), p));
+            let Some((leader, _)) = self.meta.leader(tp) else {
                 self.meta.request_update();
                 break;
             };
@@ -804,7 +815,9 @@ impl Producer {
             let id = batch.id;
             if self.cfg.acks == 0 {
                 // Kafka: acks=0 completes on send, with no offset: nothing to report.
-                state.queue.remove(i);
+                if let Some(sent) = state.queue.remove(i) {
+                    self.queued_records -= sent.values.len();
+                }
                 self.wire.send_untracked(leader, req);
             } else {
                 batch.in_flight = true;
@@ -821,8 +834,8 @@ impl Producer {
     /// their request completes or times out).
     fn expire_batches(&mut self, now: Instant) {
         let timeout = self.cfg.delivery_timeout_ms;
-        let parts: Vec<i32> = self.parts.keys().copied().collect();
-        for p in parts {
+        for k in 0..self.part_ids.len() {
+            let p = self.part_ids[k];
             loop {
                 let state = &self.parts[&p];
                 match state.queue.front() {
@@ -853,6 +866,7 @@ impl Producer {
         let Some(batch) = state.queue.remove(pos) else {
             return;
         };
+        self.queued_records -= batch.values.len();
         // Later batches hold sequences after this one's: they are resent in order.
         state.draining = true;
         let last_stamped = batch.stamp.is_some_and(|(_, _, seq)| {
@@ -929,6 +943,7 @@ impl Producer {
                     .collect();
                 state.queue.retain(|b| b.in_flight);
                 for b in failed {
+                    self.queued_records -= b.values.len();
                     self.wire.emit(Event::ProduceFailed {
                         client: self.cfg.client,
                         tp: tp.clone(),
@@ -950,6 +965,7 @@ impl Producer {
             let tp = self.tp(p);
             let queue = std::mem::take(&mut self.parts.get_mut(&p).expect("partition").queue);
             for b in queue {
+                self.queued_records -= b.values.len();
                 self.wire.emit(Event::ProduceFailed {
                     client: self.cfg.client,
                     tp: tp.clone(),
@@ -1230,6 +1246,7 @@ impl Producer {
                 let Some(batch) = state.queue.remove(pos) else {
                     return;
                 };
+                self.queued_records -= batch.values.len();
                 let producer_id = batch.stamp.map_or(ProducerId::NONE, |s| s.0);
                 self.wire.emit(Event::ProduceAcked {
                     client: self.cfg.client,
@@ -1294,29 +1311,37 @@ impl Producer {
         if !self.started {
             return Some(Instant::ZERO);
         }
-        let mut t: Vec<Instant> = Vec::new();
-        t.extend(self.wire.next_deadline());
-        t.extend(self.meta.next_timer());
+        // Everything due at the last step was done then; only later instants can help.
+        let floor = self.last_step;
+        let mut next: Option<Instant> = None;
+        let mut consider = |x: Instant| {
+            if floor.is_none_or(|f| x > f) && next.is_none_or(|n| x < n) {
+                next = Some(x);
+            }
+        };
+        self.wire
+            .next_deadline()
+            .into_iter()
+            .for_each(&mut consider);
+        self.meta.next_timer().into_iter().for_each(&mut consider);
         if self.may_generate() {
-            t.push(self.next_gen_at.unwrap_or(Instant::ZERO));
+            consider(self.next_gen_at.unwrap_or(Instant::ZERO));
         }
         for s in self.parts.values() {
             if let Some(b) = s.queue.iter().find(|b| !b.in_flight) {
-                t.push(b.retry_at);
+                consider(b.retry_at);
             }
             if let Some(b) = s.queue.front().filter(|b| !b.in_flight) {
-                t.push(b.created.plus_millis(self.cfg.delivery_timeout_ms));
+                consider(b.created.plus_millis(self.cfg.delivery_timeout_ms));
             }
         }
         let identity_waits = matches!(self.identity, Identity::NeedInit { .. });
         let txn_waits = !matches!(self.txn, TxnState::Idle)
             || (self.transactional() && !self.generation_finished());
         if (identity_waits || txn_waits) && !self.txn_req_in_flight {
-            t.push(self.txn_retry_at);
+            consider(self.txn_retry_at);
         }
-        // Everything due at the last step was done then; only later instants can help.
-        let floor = self.last_step;
-        t.into_iter().filter(|x| floor.is_none_or(|f| *x > f)).min()
+        next
     }
 }
 
