@@ -106,8 +106,12 @@ pub struct RecordBatch {
 }
 
 impl PartialEq for RecordBatch {
+    /// Byte equality. Replicas share one buffer for a batch they copied unchanged (a fetch
+    /// response hands out the leader's `Bytes`), so the same buffer is equal without a
+    /// comparison of its bytes.
     fn eq(&self, other: &Self) -> bool {
-        self.bytes == other.bytes
+        (self.bytes.as_ptr() == other.bytes.as_ptr() && self.bytes.len() == other.bytes.len())
+            || self.bytes == other.bytes
     }
 }
 impl Eq for RecordBatch {}
@@ -331,6 +335,22 @@ impl RecordBatch {
     pub fn records(&self) -> Vec<Record> {
         codec::decode_records(&self.bytes, self.header.record_count)
             .expect("batch_records_valid: records were validated when the batch was built")
+    }
+
+    /// Each record's offset delta and value, read in place (cheaper than [`Self::records`]
+    /// when only values are looked at).
+    pub fn record_values(&self) -> codec::RecordValues<'_> {
+        codec::RecordValues::new(&self.bytes, self.header.record_count)
+    }
+
+    /// The value of the record at `offset`: `None` when the batch has no record there,
+    /// `Some(None)` for a null value.
+    #[must_use]
+    pub fn value_at(&self, offset: Offset) -> Option<Option<&[u8]>> {
+        let delta = i32::try_from(offset.0.checked_sub(self.base_offset().0)?).ok()?;
+        self.record_values()
+            .find(|(d, _)| *d == delta)
+            .map(|(_, v)| v)
     }
 
     /// The `SourceClusterId` of a `MIRROR_PID_RESET` batch: `None` for any other batch and for a

@@ -222,6 +222,62 @@ pub(crate) fn encode_record(buf: &mut BytesMut, r: &Record) {
     }
 }
 
+/// The offset delta and value of each record of a validated batch, read in place: what a
+/// checker looking values up needs, without decoding keys and headers into owned records.
+#[derive(Clone, Debug)]
+pub struct RecordValues<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    remaining: usize,
+}
+
+impl<'a> RecordValues<'a> {
+    /// The records of `bytes`, a batch of `count` records whose framing was validated.
+    pub(crate) fn new(bytes: &'a [u8], count: i32) -> Self {
+        Self {
+            bytes,
+            pos: RECORD_BATCH_OVERHEAD,
+            remaining: usize::try_from(count).unwrap_or(0),
+        }
+    }
+
+    fn read(&mut self) -> Option<(i32, Option<&'a [u8]>)> {
+        let b = self.bytes;
+        let len = usize::try_from(read_varint(b, &mut self.pos)?).ok()?;
+        let end = self.pos.checked_add(len)?;
+        self.pos += 1; // attributes
+        read_varlong(b, &mut self.pos)?; // timestamp delta
+        let offset_delta = read_varint(b, &mut self.pos)?;
+        let key_len = read_varint(b, &mut self.pos)?;
+        if let Ok(k) = usize::try_from(key_len) {
+            self.pos = self.pos.checked_add(k)?;
+        }
+        let value = match usize::try_from(read_varint(b, &mut self.pos)?) {
+            Ok(v) => Some(b.get(self.pos..self.pos.checked_add(v)?)?),
+            Err(_) => None,
+        };
+        self.pos = end;
+        Some((offset_delta, value))
+    }
+}
+
+impl<'a> Iterator for RecordValues<'a> {
+    type Item = (i32, Option<&'a [u8]>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        let r = self.read();
+        assert!(
+            r.is_some(),
+            "batch_records_valid: records were validated when the batch was built"
+        );
+        r
+    }
+}
+
 /// Parses the records of a batch whose header is already validated.
 pub(crate) fn decode_records(bytes: &Bytes, count: i32) -> Result<Vec<Record>, BatchError> {
     let mut out = Vec::with_capacity(count.max(0) as usize);

@@ -25,12 +25,72 @@ use super::log_invariants::{NodeMap, leader_of, with_partition};
 /// A client: its cluster and number.
 type ClientKey = (ClusterIdx, u32);
 
+/// The FNV-1a 64 hash of a record value: ordered maps keyed by it compare `u64`s instead
+/// of byte strings, and the value itself decides only between equal hashes.
+fn value_hash(value: &[u8]) -> u64 {
+    let mut h = crate::trace::hash::TraceHash::new();
+    h.update(value);
+    h.finish()
+}
+
+/// A set of record values, ordered by (hash, value): a lookup compares 64-bit hashes and
+/// reads value bytes only on a hash match (the same value, or a collision, which the byte
+/// comparison then tells apart).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ValueSet {
+    values: BTreeSet<(u64, Bytes)>,
+}
+
+impl ValueSet {
+    /// Adds `value`.
+    pub fn insert(&mut self, value: Bytes) {
+        self.values.insert((value_hash(&value), value));
+    }
+
+    /// The stored copy of `value`, if it is in the set.
+    #[must_use]
+    pub fn get(&self, value: &[u8]) -> Option<&Bytes> {
+        self.get_hashed(value_hash(value), value)
+    }
+
+    /// [`Self::get`] given the value's hash.
+    fn get_hashed(&self, h: u64, value: &[u8]) -> Option<&Bytes> {
+        self.values
+            .range((h, Bytes::new())..)
+            .take_while(|(k, _)| *k == h)
+            .map(|(_, v)| v)
+            .find(|v| v.as_ref() == value)
+    }
+
+    /// Number of values.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// True when no value was added.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+impl FromIterator<Bytes> for ValueSet {
+    fn from_iter<I: IntoIterator<Item = Bytes>>(iter: I) -> Self {
+        let mut set = Self::default();
+        for v in iter {
+            set.insert(v);
+        }
+        set
+    }
+}
+
 /// What the outcome checks remember of the clients.
 #[derive(Clone, Debug, Default)]
 pub struct ClientRecords {
     /// Values written by idempotent or transactional producers (acknowledged or given up
     /// on), per partition.
-    pub idempotent_values: BTreeMap<PartitionKey, BTreeSet<Bytes>>,
+    pub idempotent_values: BTreeMap<PartitionKey, ValueSet>,
     /// Values given up on, by client, until the client is known to be idempotent.
     failed: BTreeMap<ClientKey, Vec<(TopicPartition, Vec<Bytes>)>>,
     /// Clients seen writing with a producer id.
@@ -100,10 +160,13 @@ impl ClientRecords {
         if values.is_empty() {
             return;
         }
-        self.idempotent_values
+        let set = self
+            .idempotent_values
             .entry((cluster, tp.clone()))
-            .or_default()
-            .extend(values.iter().cloned());
+            .or_default();
+        for v in values {
+            set.insert(v.clone());
+        }
     }
 }
 
@@ -112,33 +175,31 @@ impl ClientRecords {
 #[must_use]
 pub fn duplicate_in(
     log: &PartitionLog,
-    watched: &BTreeSet<Bytes>,
+    watched: &ValueSet,
     below: Offset,
 ) -> Option<(Bytes, Offset, Offset)> {
-    let mut seen: BTreeMap<&Bytes, Offset> = BTreeMap::new();
-    let mut out = None;
+    // Keyed like `ValueSet`: (hash, value bytes), read in place from the log's batches.
+    let mut seen: BTreeMap<(u64, &[u8]), Offset> = BTreeMap::new();
     for b in log.batches() {
         if b.base_offset() >= below || b.is_control_batch() || b.producer_id().0 < 0 {
             continue;
         }
-        for (i, r) in b.records().into_iter().enumerate() {
+        for (i, (_, value)) in b.record_values().enumerate() {
             let offset = b.base_offset().plus(i as i64);
             if offset >= below {
                 break;
             }
-            let Some(v) = r.value else { continue };
-            if let Some(v) = watched.get(&v)
-                && let Some(first) = seen.insert(v, offset)
-            {
-                out = Some((v.clone(), first, offset));
-                break;
+            let Some(value) = value else { continue };
+            let h = value_hash(value);
+            let Some(v) = watched.get_hashed(h, value) else {
+                continue;
+            };
+            if let Some(first) = seen.insert((h, value), offset) {
+                return Some((v.clone(), first, offset));
             }
         }
-        if out.is_some() {
-            break;
-        }
     }
-    out
+    None
 }
 
 /// End of run: no replica holds a watched value twice (a leader anywhere in its log, a
@@ -339,8 +400,22 @@ mod tests {
         );
     }
 
-    fn watched(v: &[&str]) -> BTreeSet<Bytes> {
+    fn watched(v: &[&str]) -> ValueSet {
         v.iter().map(|s| Bytes::from(s.to_string())).collect()
+    }
+
+    #[test]
+    fn a_value_set_finds_exactly_its_values() {
+        // Goal: membership by (hash, bytes) answers like a set of byte strings: equal bytes
+        // are found whatever buffer they come from, a prefix or a longer value is not.
+        let set = watched(&["c1-0", "c1-1", "c10-0", ""]);
+        assert_eq!(set.len(), 4);
+        assert_eq!(set.get(b"c1-1").map(|v| v.as_ref()), Some(&b"c1-1"[..]));
+        assert_eq!(set.get(b"").map(|v| v.as_ref()), Some(&b""[..]));
+        assert_eq!(set.get(b"c1-"), None);
+        assert_eq!(set.get(b"c1-10"), None);
+        assert_eq!(ValueSet::default().get(b"c1-0"), None);
+        assert!(ValueSet::default().is_empty());
     }
 
     #[test]
