@@ -203,16 +203,47 @@ struct PartState {
     /// sequence 0 under the new pair (Kafka `partitionsToRewriteSequences`).
     rewrite: bool,
     next_seq: i32,
+    /// Batches of `queue` with `in_flight` set (kept by `set_in_flight` and `remove`, so the
+    /// per-step send pass does not count a queue that grows long while a leader is away).
+    in_flight_count: usize,
 }
 
 impl PartState {
     /// Batches with a request outstanding.
     fn in_flight(&self) -> usize {
-        self.queue.iter().filter(|b| b.in_flight).count()
+        self.in_flight_count
     }
 
     fn any_in_flight(&self) -> bool {
-        self.queue.iter().any(|b| b.in_flight)
+        self.in_flight_count > 0
+    }
+
+    /// Sets the `in_flight` flag of the batch at `pos`.
+    fn set_in_flight(&mut self, pos: usize, in_flight: bool) {
+        let b = &mut self.queue[pos];
+        if b.in_flight != in_flight {
+            b.in_flight = in_flight;
+            if in_flight {
+                self.in_flight_count += 1;
+            } else {
+                self.in_flight_count -= 1;
+            }
+        }
+    }
+
+    /// Removes the batch at `pos`.
+    fn remove(&mut self, pos: usize) -> Option<Batch> {
+        let b = self.queue.remove(pos)?;
+        if b.in_flight {
+            self.in_flight_count -= 1;
+        }
+        Some(b)
+    }
+
+    /// Removes every batch.
+    fn take_all(&mut self) -> VecDeque<Batch> {
+        self.in_flight_count = 0;
+        std::mem::take(&mut self.queue)
     }
 
     fn position(&self, id: u64) -> Option<usize> {
@@ -815,13 +846,13 @@ impl Producer {
             let id = batch.id;
             if self.cfg.acks == 0 {
                 // Kafka: acks=0 completes on send, with no offset: nothing to report.
-                if let Some(sent) = state.queue.remove(i) {
+                if let Some(sent) = state.remove(i) {
                     self.queued_records -= sent.values.len();
                 }
                 self.wire.send_untracked(leader, req);
             } else {
-                batch.in_flight = true;
                 batch.attempt = attempt;
+                state.set_in_flight(i, true);
                 in_flight += 1;
                 i += 1;
                 self.wire
@@ -863,7 +894,7 @@ impl Producer {
         let tp = self.tp(p);
         let current = self.producer_id_and_epoch();
         let state = self.parts.get_mut(&p).expect("partition state");
-        let Some(batch) = state.queue.remove(pos) else {
+        let Some(batch) = state.remove(pos) else {
             return;
         };
         self.queued_records -= batch.values.len();
@@ -942,6 +973,7 @@ impl Producer {
                     .cloned()
                     .collect();
                 state.queue.retain(|b| b.in_flight);
+                state.in_flight_count = state.queue.len();
                 for b in failed {
                     self.queued_records -= b.values.len();
                     self.wire.emit(Event::ProduceFailed {
@@ -963,7 +995,7 @@ impl Producer {
         let parts: Vec<i32> = self.parts.keys().copied().collect();
         for p in parts {
             let tp = self.tp(p);
-            let queue = std::mem::take(&mut self.parts.get_mut(&p).expect("partition").queue);
+            let queue = self.parts.get_mut(&p).expect("partition").take_all();
             for b in queue {
                 self.queued_records -= b.values.len();
                 self.wire.emit(Event::ProduceFailed {
@@ -1188,15 +1220,19 @@ impl Producer {
         let Some(state) = self.parts.get_mut(&p) else {
             return;
         };
-        state.queue[pos].in_flight = false;
+        state.set_in_flight(pos, false);
         if resp.is_none() {
             // No answer: Kafka drops the connection, and every later request on it fails
             // too (their answers, even if they came, are gone with it). All of them may
             // have been written; they are resent in order, and the broker's last-five
             // batch window recognises the ones it has.
             state.queue[pos].maybe_written = true;
-            for b in state.queue.iter_mut().skip(pos + 1).filter(|b| b.in_flight) {
-                b.in_flight = false;
+            for later in pos + 1..state.queue.len() {
+                if !state.queue[later].in_flight {
+                    continue;
+                }
+                state.set_in_flight(later, false);
+                let b = &mut state.queue[later];
                 b.stashed = None;
                 b.maybe_written = true;
                 b.last_error = ErrorCode::RequestTimedOut;
@@ -1243,7 +1279,7 @@ impl Producer {
         match answer.error {
             ErrorCode::None => {
                 let state = self.parts.get_mut(&p).expect("partition state");
-                let Some(batch) = state.queue.remove(pos) else {
+                let Some(batch) = state.remove(pos) else {
                     return;
                 };
                 self.queued_records -= batch.values.len();
