@@ -248,6 +248,15 @@ impl Broker {
 
     /// Leader: recomputes the HW; on a change reports it and completes waiting operations.
     pub(super) fn maybe_increment_hw(&mut self, tp: &TopicPartition) {
+        // The HW never passes the LEO: a partition whose HW is at its LEO (or that is not
+        // here) has nothing to recompute, and its config need not be looked up.
+        if self
+            .partitions
+            .get(tp)
+            .is_none_or(|p| p.log.high_watermark() >= p.log.log_end_offset())
+        {
+            return;
+        }
         let cfg = self.hw_config(tp);
         let now_ms = self.now.as_millis();
         let lag = self.config.replica_lag_time_max_ms;
@@ -474,8 +483,8 @@ impl Broker {
             aborted_transactions: None,
             batches: Vec::new(),
         };
-        let unknown = self.unknown_or_not_leader(&fp.tp);
         let Some(p) = self.partitions.get(&fp.tp) else {
+            let unknown = self.unknown_or_not_leader(&fp.tp);
             return empty(unknown, Offset(-1), Offset(-1), Offset(-1));
         };
         if fp.topic_id.is_some_and(|id| id != p.topic_id) {
