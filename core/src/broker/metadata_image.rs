@@ -252,7 +252,11 @@ mod tests {
             );
         };
         set(&mut image, ConfigResource::Broker(BrokerId(1)), "broker");
-        set(&mut image, ConfigResource::Mirror("t".to_string()), "mirror");
+        set(
+            &mut image,
+            ConfigResource::Mirror("t".to_string()),
+            "mirror",
+        );
         for t in ["t0", "t", "ta", "t00", ""] {
             set(&mut image, ConfigResource::Topic(t.to_string()), t);
         }

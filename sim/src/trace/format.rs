@@ -283,8 +283,20 @@ mod tests {
         // (numbers of every length, zero padding past its width, multi-byte names).
         for (t, seq, node, subject, text) in [
             (0, 0, "n", "s", "x"),
-            (12_004_000, 4391, "dst-1", "orders-0", "MIRRORING→STOPPING  se=4"),
-            (999_999_999_999, 12_345_678, "src-ctl", "src↮dst", "partition"),
+            (
+                12_004_000,
+                4391,
+                "dst-1",
+                "orders-0",
+                "MIRRORING→STOPPING  se=4",
+            ),
+            (
+                999_999_999_999,
+                12_345_678,
+                "src-ctl",
+                "src↮dst",
+                "partition",
+            ),
             (u64::MAX, u64::MAX, "", "", ""),
             (1_000, 9_999_999, "ab", "ü", "→ request id=7"),
         ] {

@@ -889,8 +889,17 @@ mod tests {
         };
         let tp = TopicPartition::new("orders", 7);
         let node_ev = |event: &Event| {
-            let (level, node, subject, text) = columns(&TraceEvent::Node { node: broker, event }, &names);
-            assert_eq!((level, node.as_str(), subject.as_str()), (TraceLevel::Verbose, "dst-3", "orders-7"));
+            let (level, node, subject, text) = columns(
+                &TraceEvent::Node {
+                    node: broker,
+                    event,
+                },
+                &names,
+            );
+            assert_eq!(
+                (level, node.as_str(), subject.as_str()),
+                (TraceLevel::Verbose, "dst-3", "orders-7")
+            );
             text
         };
         for (base, last, epoch, as_leader) in [(0, 9, 0, true), (-1, i64::MAX, i32::MIN, false)] {
@@ -966,7 +975,10 @@ mod tests {
                 )
             );
             let r = send.render(&names);
-            assert_eq!((r.node.as_str(), r.text), ("src-c12", format!("{arrow} id={id}")));
+            assert_eq!(
+                (r.node.as_str(), r.text),
+                ("src-c12", format!("{arrow} id={id}"))
+            );
         }
     }
 

@@ -841,11 +841,7 @@ impl<N: Node + Send + 'static> World<N> {
         let level = ev.render_into(&self.inner.names, &mut columns);
         let t = self.now().0;
         let mut sink = lock(&self.inner.trace);
-        let detail = if sink.keeps(level) {
-            ev.detail()
-        } else {
-            None
-        };
+        let detail = if sink.keeps(level) { ev.detail() } else { None };
         let c = &*columns;
         sink.event_detailed(level, t, &c.node, &c.subject, &c.text, detail.as_deref())
     }
