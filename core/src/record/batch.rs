@@ -149,27 +149,38 @@ impl RecordBatch {
                 reason: "negative record count or offset delta",
             });
         }
-        let records = codec::decode_records(&bytes, header.record_count)?;
-        let control = if header.attributes & codec::CONTROL_FLAG_MASK != 0 {
-            if records.len() != 1 {
-                return Err(BatchError::InvalidControlBatch);
+        // Every record is checked as a full decode would, without building them: the count,
+        // the first record's key and value (a control record) and the last offset delta.
+        let mut count = 0usize;
+        let mut first = None;
+        let mut last_delta = None;
+        codec::walk_records(&bytes, header.record_count, |r| {
+            if count == 0 {
+                first = Some((r.key, r.value));
             }
-            let r = &records[0];
+            last_delta = Some(r.offset_delta);
+            count += 1;
+        })?;
+        let control = if header.attributes & codec::CONTROL_FLAG_MASK != 0 {
+            let (Some((key, value)), 1) = (first, count) else {
+                return Err(BatchError::InvalidControlBatch);
+            };
+            let field = |r: Option<std::ops::Range<usize>>| r.map(|r| &bytes[r]);
             Some(
-                ControlRecord::decode(r.key.as_deref(), r.value.as_deref())
+                ControlRecord::decode(field(key), field(value))
                     .ok_or(BatchError::InvalidControlBatch)?,
             )
         } else {
-            if records.is_empty() {
+            if count == 0 {
                 return Err(BatchError::Empty);
             }
             None
         };
-        if let Some(last) = records.last()
-            && last.offset_delta != header.last_offset_delta
+        if let Some(last) = last_delta
+            && last != header.last_offset_delta
         {
             return Err(BatchError::CorruptRecord {
-                index: records.len() - 1,
+                index: count - 1,
                 reason: "last offset delta does not match the header",
             });
         }

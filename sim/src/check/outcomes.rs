@@ -171,15 +171,20 @@ impl ClientRecords {
 }
 
 /// The first value of `watched` that `log` holds twice, with the offsets of both copies,
-/// reading offsets below `below` only.
+/// reading offsets below `below` only. "First" is in log order: the value whose second copy
+/// comes earliest, with its first copy.
+///
+/// The log's values are gathered with their hashes and sorted, so copies of one value end up
+/// side by side, and `watched` is asked only about values the log holds more than once (a
+/// scan that looked each value up, in log order, cost one ordered-set search per record on
+/// every replica).
 #[must_use]
 pub fn duplicate_in(
     log: &PartitionLog,
     watched: &ValueSet,
     below: Offset,
 ) -> Option<(Bytes, Offset, Offset)> {
-    // Keyed like `ValueSet`: (hash, value bytes), read in place from the log's batches.
-    let mut seen: BTreeMap<(u64, &[u8]), Offset> = BTreeMap::new();
+    let mut values: Vec<(u64, &[u8], Offset)> = Vec::new();
     for b in log.batches() {
         if b.base_offset() >= below || b.is_control_batch() || b.producer_id().0 < 0 {
             continue;
@@ -189,17 +194,25 @@ pub fn duplicate_in(
             if offset >= below {
                 break;
             }
-            let Some(value) = value else { continue };
-            let h = value_hash(value);
-            let Some(v) = watched.get_hashed(h, value) else {
-                continue;
-            };
-            if let Some(first) = seen.insert((h, value), offset) {
-                return Some((v.clone(), first, offset));
+            if let Some(value) = value {
+                values.push((value_hash(value), value, offset));
             }
         }
     }
-    None
+    values.sort_unstable();
+    let mut found: Option<(&Bytes, Offset, Offset)> = None;
+    for pair in values.windows(2) {
+        let ((h, v, first), (h2, v2, second)) = (pair[0], pair[1]);
+        // Within a run of copies the first pair holds the two earliest; a later pair of the
+        // run has a later second copy, so it never wins.
+        if h != h2 || v != v2 || found.is_some_and(|(_, _, s)| s <= second) {
+            continue;
+        }
+        if let Some(stored) = watched.get_hashed(h, v) {
+            found = Some((stored, first, second));
+        }
+    }
+    found.map(|(v, first, second)| (v.clone(), first, second))
 }
 
 /// End of run: no replica holds a watched value twice (a leader anywhere in its log, a
@@ -439,6 +452,19 @@ mod tests {
         );
         // Below a follower's HW only.
         assert_eq!(duplicate_in(&dup, &w, Offset(2)), None);
+        // The value whose second copy comes first is reported, with its first copy; a
+        // repeated value nobody watches is not.
+        let w = watched(&["c1-0", "c1-1", "c1-2"]);
+        let crossed = log_of(&[(7, &["c1-0", "c1-1"]), (8, &["c1-1", "c1-0"])]);
+        assert_eq!(
+            duplicate_in(&crossed, &w, crossed.log_end_offset()),
+            Some((Bytes::from("c1-1"), Offset(1), Offset(2)))
+        );
+        let thrice = log_of(&[(7, &["x", "x", "c1-2"]), (8, &["c1-2", "c1-2"])]);
+        assert_eq!(
+            duplicate_in(&thrice, &w, thrice.log_end_offset()),
+            Some((Bytes::from("c1-2"), Offset(2), Offset(3)))
+        );
     }
 
     #[test]
