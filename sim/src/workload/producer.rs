@@ -40,7 +40,7 @@
 //!   writes get no answer and therefore no event.
 //! - Idempotence and transactions require acks=all (Kafka rejects the config otherwise).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 use bytes::Bytes;
 use mirror_core::broker::{Event, Message, Node, Output};
@@ -264,6 +264,69 @@ impl PartState {
     }
 }
 
+/// The partitions a producer writes, in partition order: looked up by partition (a binary
+/// search over a few `i32`s) and walked by index in the per-step passes, which touch every
+/// partition on every step.
+#[derive(Clone, Debug, Default)]
+struct Parts {
+    /// Partition numbers, ascending, each once.
+    ids: Vec<i32>,
+    /// `states[k]` belongs to `ids[k]`.
+    states: Vec<PartState>,
+}
+
+impl Parts {
+    /// Empty states for `partitions` (sorted, duplicates once).
+    fn new(partitions: &[i32]) -> Self {
+        let mut ids = partitions.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let states = ids.iter().map(|_| PartState::default()).collect();
+        Self { ids, states }
+    }
+
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The partition number at index `k`.
+    fn id(&self, k: usize) -> i32 {
+        self.ids[k]
+    }
+
+    fn at(&self, k: usize) -> &PartState {
+        &self.states[k]
+    }
+
+    fn get(&self, p: &i32) -> Option<&PartState> {
+        self.ids.binary_search(p).ok().map(|k| &self.states[k])
+    }
+
+    fn get_mut(&mut self, p: &i32) -> Option<&mut PartState> {
+        self.ids.binary_search(p).ok().map(|k| &mut self.states[k])
+    }
+
+    fn keys(&self) -> impl Iterator<Item = i32> + '_ {
+        self.ids.iter().copied()
+    }
+
+    fn values(&self) -> std::slice::Iter<'_, PartState> {
+        self.states.iter()
+    }
+
+    fn values_mut(&mut self) -> std::slice::IterMut<'_, PartState> {
+        self.states.iter_mut()
+    }
+}
+
+impl std::ops::Index<&i32> for Parts {
+    type Output = PartState;
+
+    fn index(&self, p: &i32) -> &PartState {
+        self.get(p).expect("partition state")
+    }
+}
+
 /// Whether sending `batch` under `current` gives it a new sequence: it has none yet, or it
 /// carries an older pair and its partition already counts sequences for `current`
 /// (`partition_current`: a rewrite after a bump).
@@ -325,10 +388,8 @@ pub struct Producer {
     next_gen_at: Option<Instant>,
     open: Option<(i32, Vec<Bytes>, Instant)>,
     sticky: i32,
-    parts: BTreeMap<i32, PartState>,
-    /// The keys of `parts` in order (fixed at construction: every partition written to has
-    /// its state from the start), so per-step passes over the partitions need no allocation.
-    part_ids: Vec<i32>,
+    /// Every partition written to has its state from the start.
+    parts: Parts,
     /// Records in the batches of `parts` (kept with every queue change, so `buffered` does
     /// not walk the queues on every generated record).
     queued_records: usize,
@@ -370,12 +431,7 @@ impl Producer {
             start,
         );
         let sticky = cfg.partitions[rng.below(cfg.partitions.len())];
-        let parts: BTreeMap<i32, PartState> = cfg
-            .partitions
-            .iter()
-            .map(|p| (*p, PartState::default()))
-            .collect();
-        let part_ids = parts.keys().copied().collect();
+        let parts = Parts::new(&cfg.partitions);
         Self {
             wire: Wire::new(cfg.cluster, cfg.request_timeout_ms),
             meta,
@@ -386,7 +442,6 @@ impl Producer {
             open: None,
             sticky,
             parts,
-            part_ids,
             queued_records: 0,
             identity: if idem {
                 Identity::NeedInit { bump: None }
@@ -744,12 +799,12 @@ impl Producer {
             _ if self.transactional() => return,
             _ => None,
         };
-        for k in 0..self.part_ids.len() {
-            let p = self.part_ids[k];
+        for k in 0..self.parts.len() {
+            let p = self.parts.id(k);
             if added.as_ref().is_some_and(|a| !a.contains(&p)) {
                 continue;
             }
-            self.send_partition(now, p, producer);
+            self.send_partition(now, k, producer);
         }
     }
 
@@ -757,12 +812,13 @@ impl Producer {
     fn send_partition(
         &mut self,
         now: Instant,
-        p: i32,
+        k: usize,
         producer: Option<(ProducerId, ProducerEpoch)>,
     ) {
+        let p = self.parts.id(k);
         let max_in_flight = self.cfg.max_in_flight.clamp(1, 5);
         let mut tp: Option<TopicPartition> = None;
-        let state = self.parts.get_mut(&p).expect("partition state");
+        let state = &mut self.parts.states[k];
         if state.draining {
             if state.any_in_flight() {
                 return;
@@ -771,8 +827,8 @@ impl Producer {
         }
         let mut in_flight = state.in_flight();
         let mut i = 0;
-        while i < self.parts[&p].queue.len() && in_flight < max_in_flight {
-            let state = &self.parts[&p];
+        while i < self.parts.at(k).queue.len() && in_flight < max_in_flight {
+            let state = self.parts.at(k);
             let batch = &state.queue[i];
             if batch.in_flight {
                 i += 1;
@@ -788,7 +844,7 @@ impl Producer {
                 self.meta.request_update();
                 break;
             };
-            let state = self.parts.get_mut(&p).expect("partition state");
+            let state = &mut self.parts.states[k];
             if let Some(current) = producer
                 && state.pair != Some(current)
             {
@@ -865,10 +921,10 @@ impl Producer {
     /// their request completes or times out).
     fn expire_batches(&mut self, now: Instant) {
         let timeout = self.cfg.delivery_timeout_ms;
-        for k in 0..self.part_ids.len() {
-            let p = self.part_ids[k];
+        for k in 0..self.parts.len() {
+            let p = self.parts.id(k);
             loop {
-                let state = &self.parts[&p];
+                let state = self.parts.at(k);
                 match state.queue.front() {
                     Some(b) if !b.in_flight && now >= b.created.plus_millis(timeout) => {
                         let err = if b.last_error.is_ok() {
@@ -961,7 +1017,7 @@ impl Producer {
                     error,
                 });
             }
-            let parts: Vec<i32> = self.parts.keys().copied().collect();
+            let parts: Vec<i32> = self.parts.keys().collect();
             for p in parts {
                 let tp = self.tp(p);
                 let state = self.parts.get_mut(&p).expect("partition state");
@@ -992,7 +1048,7 @@ impl Producer {
             return;
         }
         self.fatal = Some(error);
-        let parts: Vec<i32> = self.parts.keys().copied().collect();
+        let parts: Vec<i32> = self.parts.keys().collect();
         for p in parts {
             let tp = self.tp(p);
             let queue = self.parts.get_mut(&p).expect("partition").take_all();
