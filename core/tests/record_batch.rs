@@ -258,6 +258,19 @@ fn assert_ours_agrees(batch: &RecordBatch, p: Params, records: &[SimpleRecord]) 
         assert_eq!(d.value, r.value);
         assert_eq!(d.headers, r.headers);
     }
+    // The in-place value reader agrees with the full decode, record by record.
+    let values: Vec<(i32, Option<&[u8]>)> = batch.record_values().collect();
+    let expected: Vec<(i32, Option<&[u8]>)> = decoded
+        .iter()
+        .map(|d| (d.offset_delta, d.value.as_deref()))
+        .collect();
+    assert_eq!(values, expected);
+    for (i, r) in records.iter().enumerate() {
+        let at = Offset(p.base_offset + i as i64);
+        assert_eq!(batch.value_at(at), Some(r.value.as_deref()));
+    }
+    assert_eq!(batch.value_at(batch.next_offset()), None);
+    assert_eq!(batch.value_at(Offset(p.base_offset - 1)), None);
     // Decoding the wire bytes again gives the same batch (header included).
     let again = RecordBatch::decode(batch.bytes().clone()).expect("our bytes decode");
     assert_eq!(&again, batch);

@@ -303,9 +303,10 @@ impl Broker {
         tp: &TopicPartition,
         now: Instant,
     ) -> Option<Offset> {
+        let p = self.partitions.get(tp)?;
         let cfg = self.hw_config(tp);
         let lag = self.config.replica_lag_time_max_ms;
-        self.partitions.get(tp)?.high_watermark_if_recomputed(
+        p.high_watermark_if_recomputed(
             |b| self.image.is_broker_active(b),
             now.as_millis(),
             lag,

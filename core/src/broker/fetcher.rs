@@ -125,6 +125,7 @@ impl Broker {
                 .partitions
                 .get(tp)
                 .map_or(Offset(0), |p| p.log.log_start_offset());
+            // In partition order (a walk of the map): `on_fetch_response` relies on it.
             sent.push((tp.clone(), fetch_offset, part.current_leader_epoch));
             req_parts.push(FetchPartition {
                 tp: tp.clone(),
@@ -334,12 +335,21 @@ impl Broker {
             self.on_fetch_failed(leader);
             return;
         }
-        let sent: BTreeMap<TopicPartition, (Offset, LeaderEpoch)> =
-            sent.into_iter().map(|(tp, o, e)| (tp, (o, e))).collect();
+        // `sent` lists the request's partitions in partition order (a walk of the fetcher's
+        // map) and the leader answers them in request order, so a cursor finds each one;
+        // an answer out of that order is looked up by binary search.
+        let mut next = 0;
         for resp in partitions {
-            let Some(&(req_offset, req_epoch)) = sent.get(&resp.tp) else {
+            let at = if sent.get(next).is_some_and(|(tp, _, _)| *tp == resp.tp) {
+                Some(next)
+            } else {
+                sent.binary_search_by(|(tp, _, _)| tp.cmp(&resp.tp)).ok()
+            };
+            let Some(i) = at else {
                 continue;
             };
+            next = i + 1;
+            let (_, req_offset, req_epoch) = sent[i];
             self.on_fetch_partition(leader, req_offset, req_epoch, resp);
         }
         self.maybe_send_fetch(leader);
@@ -421,9 +431,16 @@ impl Broker {
             }
             return;
         }
-        self.maybe_restart_at_first_batch(&tp, &resp.batches, TruncationCause::BelowLeaderLogStart);
+        if !resp.batches.is_empty() {
+            self.maybe_restart_at_first_batch(
+                &tp,
+                &resp.batches,
+                TruncationCause::BelowLeaderLogStart,
+            );
+        }
         let segment_bytes = self.config.segment_bytes;
-        let is_mirror = self.mirror_membership(&tp.topic).is_some();
+        // Only an append reads it (a fetch response is mostly partitions with no new batch).
+        let is_mirror = !resp.batches.is_empty() && self.mirror_membership(&tp.topic).is_some();
         let Some(p) = self.partitions.get_mut(&tp) else {
             return;
         };

@@ -287,6 +287,15 @@ impl Broker {
 
     /// Leader: recomputes the HW; on a change reports it and completes waiting operations.
     pub(super) fn maybe_increment_hw(&mut self, tp: &TopicPartition) {
+        // The HW never passes the LEO: a partition whose HW is at its LEO (or that is not
+        // here) has nothing to recompute, and its config need not be looked up.
+        if self
+            .partitions
+            .get(tp)
+            .is_none_or(|p| p.log.high_watermark() >= p.log.log_end_offset())
+        {
+            return;
+        }
         let cfg = self.hw_config(tp);
         let now_ms = self.now.as_millis();
         let lag = self.config.replica_lag_time_max_ms;
@@ -513,8 +522,8 @@ impl Broker {
             aborted_transactions: None,
             batches: Vec::new(),
         };
-        let unknown = self.unknown_or_not_leader(&fp.tp);
         let Some(p) = self.partitions.get(&fp.tp) else {
+            let unknown = self.unknown_or_not_leader(&fp.tp);
             return empty(unknown, Offset(-1), Offset(-1), Offset(-1));
         };
         if fp.topic_id.is_some_and(|id| id != p.topic_id) {
@@ -636,11 +645,13 @@ impl Broker {
     }
 
     fn try_complete_key(&mut self, key: u64, expired: bool) {
-        let Some(op) = self.purgatory.get(key).cloned() else {
-            return;
-        };
-        match op {
-            Delayed::Produce(mut p) => {
+        let fetch_ready = match self.purgatory.get(key) {
+            None => return,
+            // Cheap pre-check on the parked fetch itself: only re-read when data is available
+            // past the fetch offsets.
+            Some(Delayed::Fetch(f)) => expired || self.fetch_has_data(f),
+            Some(Delayed::Produce(p)) => {
+                let mut p = p.clone();
                 self.check_produce(&mut p);
                 if expired || p.partitions.iter().all(|w| w.error.is_some()) {
                     self.purgatory.take(key);
@@ -649,19 +660,18 @@ impl Broker {
                 } else if let Some(Delayed::Produce(slot)) = self.purgatory.get_mut(key) {
                     *slot = p;
                 }
+                return;
             }
-            Delayed::Fetch(f) => {
-                // Cheap pre-check: only re-read when data is available past the fetch offsets.
-                let ready = expired || self.fetch_has_data(&f);
-                if !ready {
-                    return;
-                }
-                self.purgatory.take(key);
-                self.timers.cancel(&TimerId::Delayed(key));
-                let (resp, _, _) = self.read_fetch(&f);
-                self.respond(f.from, f.id, resp);
-            }
+        };
+        if !fetch_ready {
+            return;
         }
+        let Some(Delayed::Fetch(f)) = self.purgatory.take(key) else {
+            unreachable!("purgatory_key_is_a_fetch: key {key} was a fetch just above");
+        };
+        self.timers.cancel(&TimerId::Delayed(key));
+        let (resp, _, _) = self.read_fetch(&f);
+        self.respond(f.from, f.id, resp);
     }
 
     fn fetch_has_data(&self, f: &DelayedFetch) -> bool {

@@ -218,9 +218,16 @@ impl MetadataImage {
     /// A topic config value, if set.
     #[must_use]
     pub fn topic_config(&self, topic: &str, key: &str) -> Option<&str> {
+        // Topic resources sort first, by name: walk them from the smallest instead of
+        // allocating a `ConfigResource::Topic` key (this is asked on every HW check).
         self.configs
-            .get(&ConfigResource::Topic(topic.to_string()))
-            .and_then(|m| m.get(key))
+            .range(ConfigResource::Topic(String::new())..)
+            .map_while(|(r, m)| match r {
+                ConfigResource::Topic(t) if t.as_str() <= topic => Some((t, m)),
+                _ => None,
+            })
+            .find(|(t, _)| t.as_str() == topic)
+            .and_then(|(_, m)| m.get(key))
             .map(String::as_str)
     }
 
@@ -234,5 +241,43 @@ impl MetadataImage {
     #[must_use]
     pub fn broker_epoch(&self, id: BrokerId) -> Option<i64> {
         self.brokers.get(&id).map(|b| b.broker_epoch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_config_finds_the_named_topic_among_prefixes_and_other_resources() {
+        // Goal: the key-free lookup answers like a map lookup by `ConfigResource::Topic`,
+        // with names that prefix each other and broker and mirror resources around them.
+        let mut image = MetadataImage::new();
+        let set = |image: &mut MetadataImage, resource: ConfigResource, v: &str| {
+            image.apply(
+                0,
+                &MetadataRecord::Config {
+                    resource,
+                    name: "k".to_string(),
+                    value: Some(v.to_string()),
+                },
+            );
+        };
+        set(&mut image, ConfigResource::Broker(BrokerId(1)), "broker");
+        set(
+            &mut image,
+            ConfigResource::Mirror("t".to_string()),
+            "mirror",
+        );
+        for t in ["t0", "t", "ta", "t00", ""] {
+            set(&mut image, ConfigResource::Topic(t.to_string()), t);
+        }
+        for t in ["t0", "t", "ta", "t00", ""] {
+            assert_eq!(image.topic_config(t, "k"), Some(t));
+            assert_eq!(image.topic_config(t, "other"), None);
+        }
+        assert_eq!(image.topic_config("t1", "k"), None);
+        assert_eq!(image.topic_config("u", "k"), None);
+        assert_eq!(MetadataImage::new().topic_config("t", "k"), None);
     }
 }

@@ -314,11 +314,15 @@ impl Partition {
         let Role::Leader(l) = &self.role else {
             return None;
         };
-        let followers: Vec<ReplicaState> = l.followers.values().cloned().collect();
+        // The HW never passes the LEO: at the LEO there is nothing to recompute (most calls,
+        // a follower fetch on a partition with no new records).
+        if self.log.high_watermark() >= self.log.log_end_offset() {
+            return None;
+        }
         maybe_increment_leader_hw(
             self.log.log_end_offset(),
             self.log.high_watermark(),
-            &followers,
+            l.followers.values(),
             &l.isr,
             eligible,
             now_ms,

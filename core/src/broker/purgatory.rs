@@ -89,10 +89,19 @@ impl Delayed {
     /// Whether it watches `tp`.
     #[must_use]
     pub fn watches(&self, tp: &TopicPartition) -> bool {
-        match self {
-            Delayed::Produce(p) => p.partitions.iter().any(|w| &w.tp == tp),
-            Delayed::Fetch(f) => f.partitions.iter().any(|w| &w.tp == tp),
-        }
+        self.watched().any(|w| w == tp)
+    }
+
+    /// The partitions it watches, in request order.
+    pub fn watched(&self) -> impl Iterator<Item = &TopicPartition> {
+        let (produce, fetch) = match self {
+            Delayed::Produce(p) => (p.partitions.as_slice(), &[][..]),
+            Delayed::Fetch(f) => (&[][..], f.partitions.as_slice()),
+        };
+        produce
+            .iter()
+            .map(|w| &w.tp)
+            .chain(fetch.iter().map(|w| &w.tp))
     }
 }
 
@@ -109,12 +118,13 @@ impl Purgatory {
     pub fn park(&mut self, op: Delayed) -> u64 {
         let key = self.next;
         self.next += 1;
-        let tps: Vec<TopicPartition> = match &op {
-            Delayed::Produce(p) => p.partitions.iter().map(|w| w.tp.clone()).collect(),
-            Delayed::Fetch(f) => f.partitions.iter().map(|w| w.tp.clone()).collect(),
-        };
-        for tp in tps {
-            self.watchers.entry(tp).or_default().push(key);
+        for tp in op.watched() {
+            match self.watchers.get_mut(tp) {
+                Some(keys) => keys.push(key),
+                None => {
+                    self.watchers.insert(tp.clone(), vec![key]);
+                }
+            }
         }
         self.ops.insert(key, op);
         key
@@ -154,10 +164,15 @@ impl Purgatory {
     /// Removes an operation.
     pub fn take(&mut self, key: u64) -> Option<Delayed> {
         let op = self.ops.remove(&key)?;
-        for w in self.watchers.values_mut() {
-            w.retain(|k| *k != key);
+        // A key is only in the watch lists of its own partitions (see `park`).
+        for tp in op.watched() {
+            if let Some(keys) = self.watchers.get_mut(tp) {
+                keys.retain(|k| *k != key);
+                if keys.is_empty() {
+                    self.watchers.remove(tp);
+                }
+            }
         }
-        self.watchers.retain(|_, v| !v.is_empty());
         Some(op)
     }
 
@@ -171,5 +186,54 @@ impl Purgatory {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fetch(tps: &[(&str, i32)]) -> Delayed {
+        Delayed::Fetch(DelayedFetch {
+            from: NodeId::broker(crate::protocol::ClusterIdx(0), BrokerId(1)),
+            id: 1,
+            deadline: Instant(500),
+            replica: None,
+            min_bytes: 1,
+            max_bytes: 1 << 20,
+            isolation: FetchIsolation::HighWatermark,
+            partitions: tps
+                .iter()
+                .map(|(t, p)| FetchPartition {
+                    tp: TopicPartition::new(*t, *p),
+                    fetch_offset: Offset(0),
+                    current_leader_epoch: None,
+                    last_fetched_epoch: None,
+                    log_start_offset: Offset(0),
+                    topic_id: None,
+                })
+                .collect(),
+        })
+    }
+
+    #[test]
+    fn taking_an_operation_removes_it_from_its_partitions_watch_lists_only() {
+        // Goal: `take` touches only the taken operation's partitions, and every other
+        // operation stays watched on each of its partitions, oldest first.
+        let mut p = Purgatory::default();
+        let a = p.park(fetch(&[("t", 0), ("t", 1)]));
+        let b = p.park(fetch(&[("t", 1), ("u", 0)]));
+        let c = p.park(fetch(&[("t", 1)]));
+        assert_eq!(p.watching(&TopicPartition::new("t", 1)), vec![a, b, c]);
+        assert!(p.take(b).is_some());
+        assert_eq!(p.watching(&TopicPartition::new("t", 1)), vec![a, c]);
+        assert!(p.watching(&TopicPartition::new("u", 0)).is_empty());
+        assert_eq!(p.watching(&TopicPartition::new("t", 0)), vec![a]);
+        assert!(p.take(b).is_none());
+        assert!(p.take(a).is_some() && p.take(c).is_some());
+        assert!(p.is_empty());
+        assert!(p.watching(&TopicPartition::new("t", 1)).is_empty());
+        let d = p.park(fetch(&[("t", 1)]));
+        assert_eq!(p.watching(&TopicPartition::new("t", 1)), vec![d]);
     }
 }

@@ -406,8 +406,18 @@ impl PartitionLog {
     /// Retained batches from the one containing `offset` on (every batch whose last offset is
     /// at or above it), found by binary search.
     pub fn batches_from(&self, offset: Offset) -> impl DoubleEndedIterator<Item = &RecordBatch> {
-        let i = self.batches.partition_point(|b| b.last_offset() < offset);
-        self.batches.range(i..)
+        self.batches.range(self.first_batch_at_or_after(offset)..)
+    }
+
+    /// Index of the first batch whose last offset is at or above `offset` (the batch count if
+    /// none is). Most lookups are at the log end (a caught-up fetcher, the next append), so
+    /// the last batch is looked at before the binary search.
+    fn first_batch_at_or_after(&self, offset: Offset) -> usize {
+        match self.batches.back() {
+            None => 0,
+            Some(last) if last.last_offset() < offset => self.batches.len(),
+            Some(_) => self.batches.partition_point(|b| b.last_offset() < offset),
+        }
     }
 
     /// Number of retained batches.
@@ -419,7 +429,7 @@ impl PartitionLog {
     /// The retained batch containing `offset`.
     #[must_use]
     pub fn batch_containing(&self, offset: Offset) -> Option<&RecordBatch> {
-        let i = self.batches.partition_point(|b| b.last_offset() < offset);
+        let i = self.first_batch_at_or_after(offset);
         self.batches.get(i).filter(|b| b.base_offset() <= offset)
     }
 
@@ -838,9 +848,13 @@ impl PartitionLog {
         };
         let mut batches = Vec::new();
         let mut bytes = 0usize;
-        let first = self
-            .batches
-            .partition_point(|b| b.last_offset() < start_offset);
+        // Nothing below `max_offset` from `start_offset` on (a caught-up reader): every
+        // batch from the one containing `start_offset` ends at or above the bound.
+        let first = if start_offset >= max_offset {
+            self.batches.len()
+        } else {
+            self.first_batch_at_or_after(start_offset)
+        };
         for b in self.batches.range(first..) {
             // Kafka reads up to the position of the batch containing maxOffset.
             if b.last_offset() >= max_offset {

@@ -106,8 +106,12 @@ pub struct RecordBatch {
 }
 
 impl PartialEq for RecordBatch {
+    /// Byte equality. Replicas share one buffer for a batch they copied unchanged (a fetch
+    /// response hands out the leader's `Bytes`), so the same buffer is equal without a
+    /// comparison of its bytes.
     fn eq(&self, other: &Self) -> bool {
-        self.bytes == other.bytes
+        (self.bytes.as_ptr() == other.bytes.as_ptr() && self.bytes.len() == other.bytes.len())
+            || self.bytes == other.bytes
     }
 }
 impl Eq for RecordBatch {}
@@ -145,27 +149,38 @@ impl RecordBatch {
                 reason: "negative record count or offset delta",
             });
         }
-        let records = codec::decode_records(&bytes, header.record_count)?;
-        let control = if header.attributes & codec::CONTROL_FLAG_MASK != 0 {
-            if records.len() != 1 {
-                return Err(BatchError::InvalidControlBatch);
+        // Every record is checked as a full decode would, without building them: the count,
+        // the first record's key and value (a control record) and the last offset delta.
+        let mut count = 0usize;
+        let mut first = None;
+        let mut last_delta = None;
+        codec::walk_records(&bytes, header.record_count, |r| {
+            if count == 0 {
+                first = Some((r.key, r.value));
             }
-            let r = &records[0];
+            last_delta = Some(r.offset_delta);
+            count += 1;
+        })?;
+        let control = if header.attributes & codec::CONTROL_FLAG_MASK != 0 {
+            let (Some((key, value)), 1) = (first, count) else {
+                return Err(BatchError::InvalidControlBatch);
+            };
+            let field = |r: Option<std::ops::Range<usize>>| r.map(|r| &bytes[r]);
             Some(
-                ControlRecord::decode(r.key.as_deref(), r.value.as_deref())
+                ControlRecord::decode(field(key), field(value))
                     .ok_or(BatchError::InvalidControlBatch)?,
             )
         } else {
-            if records.is_empty() {
+            if count == 0 {
                 return Err(BatchError::Empty);
             }
             None
         };
-        if let Some(last) = records.last()
-            && last.offset_delta != header.last_offset_delta
+        if let Some(last) = last_delta
+            && last != header.last_offset_delta
         {
             return Err(BatchError::CorruptRecord {
-                index: records.len() - 1,
+                index: count - 1,
                 reason: "last offset delta does not match the header",
             });
         }
@@ -377,6 +392,22 @@ impl RecordBatch {
     pub fn records(&self) -> Vec<Record> {
         codec::decode_records(&self.bytes, self.header.record_count)
             .expect("batch_records_valid: records were validated when the batch was built")
+    }
+
+    /// Each record's offset delta and value, read in place (cheaper than [`Self::records`]
+    /// when only values are looked at).
+    pub fn record_values(&self) -> codec::RecordValues<'_> {
+        codec::RecordValues::new(&self.bytes, self.header.record_count)
+    }
+
+    /// The value of the record at `offset`: `None` when the batch has no record there,
+    /// `Some(None)` for a null value.
+    #[must_use]
+    pub fn value_at(&self, offset: Offset) -> Option<Option<&[u8]>> {
+        let delta = i32::try_from(offset.0.checked_sub(self.base_offset().0)?).ok()?;
+        self.record_values()
+            .find(|(d, _)| *d == delta)
+            .map(|(_, v)| v)
     }
 
     /// The `SourceClusterId` of a `MIRROR_PID_RESET` batch: `None` for any other batch and for a

@@ -9,6 +9,8 @@
 //! `partitionLeaderEpoch` can be rewritten in place without recomputing it, which is what a
 //! leader does when it assigns offsets and its epoch to a produced batch.
 
+use std::ops::Range;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use thiserror::Error;
 
@@ -169,21 +171,6 @@ fn read_varint(b: &[u8], pos: &mut usize) -> Option<i32> {
     Some(((value >> 1) as i32) ^ -((value & 1) as i32))
 }
 
-fn read_bytes(b: &Bytes, pos: &mut usize) -> Option<Option<Bytes>> {
-    let len = read_varint(b, pos)?;
-    if len < 0 {
-        return Some(None);
-    }
-    let len = len as usize;
-    let end = pos.checked_add(len)?;
-    if end > b.len() {
-        return None;
-    }
-    let out = b.slice(*pos..end);
-    *pos = end;
-    Some(Some(out))
-}
-
 fn opt_len(v: &Option<Bytes>) -> i32 {
     v.as_ref().map_or(-1, |b| b.len() as i32)
 }
@@ -222,57 +209,163 @@ pub(crate) fn encode_record(buf: &mut BytesMut, r: &Record) {
     }
 }
 
-/// Parses the records of a batch whose header is already validated.
-pub(crate) fn decode_records(bytes: &Bytes, count: i32) -> Result<Vec<Record>, BatchError> {
-    let mut out = Vec::with_capacity(count.max(0) as usize);
+/// One record of a batch, its fields located in the batch's bytes (`start..end` ranges):
+/// what [`read_record`] checks and finds, before anything is copied or allocated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RecordSpan {
+    /// Timestamp minus the batch's base timestamp.
+    pub(crate) timestamp_delta: i64,
+    /// Offset minus the batch's base offset.
+    pub(crate) offset_delta: i32,
+    /// The key's bytes; `None` for a null key.
+    pub(crate) key: Option<Range<usize>>,
+    /// The value's bytes; `None` for a null value.
+    pub(crate) value: Option<Range<usize>>,
+    /// Each header's key and value bytes (empty, and unallocated, for records without).
+    pub(crate) headers: Vec<(Range<usize>, Option<Range<usize>>)>,
+}
+
+impl RecordSpan {
+    /// The owned record, its byte fields sharing `bytes`.
+    fn to_record(&self, bytes: &Bytes) -> Record {
+        let slice = |r: &Option<Range<usize>>| r.clone().map(|r| bytes.slice(r));
+        Record {
+            timestamp_delta: self.timestamp_delta,
+            offset_delta: self.offset_delta,
+            key: slice(&self.key),
+            value: slice(&self.value),
+            headers: self
+                .headers
+                .iter()
+                .map(|(k, v)| Header {
+                    // Kafka decodes header keys with `new String(bytes, UTF_8)`, which
+                    // replaces malformed input instead of failing; the batch bytes themselves
+                    // stay exact.
+                    key: String::from_utf8_lossy(&bytes[k.clone()]).into_owned(),
+                    value: slice(v),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A length-prefixed byte field at `*pos` as a range, advancing past it: `Some(None)` for a
+/// null (negative length), `None` when it runs past the end.
+fn read_range(b: &[u8], pos: &mut usize) -> Option<Option<Range<usize>>> {
+    let len = read_varint(b, pos)?;
+    if len < 0 {
+        return Some(None);
+    }
+    let start = *pos;
+    let end = start.checked_add(len as usize)?;
+    if end > b.len() {
+        return None;
+    }
+    *pos = end;
+    Some(Some(start..end))
+}
+
+/// Reads record `index` at `*pos` (Kafka `DefaultRecord.readFrom`), advancing past it.
+fn read_record(b: &[u8], pos: &mut usize, index: usize) -> Result<RecordSpan, BatchError> {
+    let bad = |reason| BatchError::CorruptRecord { index, reason };
+    let len = read_varint(b, pos).ok_or(bad("length"))?;
+    if len < 0 {
+        return Err(bad("negative length"));
+    }
+    let end = *pos + len as usize;
+    if end > b.len() {
+        return Err(bad("length past end of batch"));
+    }
+    *pos += 1; // attributes
+    let timestamp_delta = read_varlong(b, pos).ok_or(bad("timestamp delta"))?;
+    let offset_delta = read_varint(b, pos).ok_or(bad("offset delta"))?;
+    let key = read_range(b, pos).ok_or(bad("key"))?;
+    let value = read_range(b, pos).ok_or(bad("value"))?;
+    let n_headers = read_varint(b, pos).ok_or(bad("header count"))?;
+    if n_headers < 0 {
+        return Err(bad("negative header count"));
+    }
+    let mut headers = Vec::new();
+    for _ in 0..n_headers {
+        let k = read_range(b, pos).flatten().ok_or(bad("header key"))?;
+        let v = read_range(b, pos).ok_or(bad("header value"))?;
+        headers.push((k, v));
+    }
+    if *pos != end {
+        return Err(bad("record length mismatch"));
+    }
+    Ok(RecordSpan {
+        timestamp_delta,
+        offset_delta,
+        key,
+        value,
+        headers,
+    })
+}
+
+/// Walks the `count` records of a batch whose header is already validated, handing each to
+/// `f` in order: the one parser behind [`decode_records`], batch validation and
+/// [`RecordValues`]. Fails as [`decode_records`] does, on the first bad record or on bytes
+/// after the last one.
+pub(crate) fn walk_records(
+    bytes: &[u8],
+    count: i32,
+    mut f: impl FnMut(RecordSpan),
+) -> Result<(), BatchError> {
+    let count = count.max(0) as usize;
     let mut pos = RECORD_BATCH_OVERHEAD;
-    for index in 0..count.max(0) as usize {
-        let bad = |reason| BatchError::CorruptRecord { index, reason };
-        let len = read_varint(bytes, &mut pos).ok_or(bad("length"))?;
-        if len < 0 {
-            return Err(bad("negative length"));
-        }
-        let end = pos + len as usize;
-        if end > bytes.len() {
-            return Err(bad("length past end of batch"));
-        }
-        pos += 1; // attributes
-        let timestamp_delta = read_varlong(bytes, &mut pos).ok_or(bad("timestamp delta"))?;
-        let offset_delta = read_varint(bytes, &mut pos).ok_or(bad("offset delta"))?;
-        let key = read_bytes(bytes, &mut pos).ok_or(bad("key"))?;
-        let value = read_bytes(bytes, &mut pos).ok_or(bad("value"))?;
-        let n_headers = read_varint(bytes, &mut pos).ok_or(bad("header count"))?;
-        if n_headers < 0 {
-            return Err(bad("negative header count"));
-        }
-        let mut headers = Vec::with_capacity(n_headers as usize);
-        for _ in 0..n_headers {
-            let k = read_bytes(bytes, &mut pos)
-                .flatten()
-                .ok_or(bad("header key"))?;
-            // Kafka decodes header keys with `new String(bytes, UTF_8)`, which replaces
-            // malformed input instead of failing; the batch bytes themselves stay exact.
-            let key = String::from_utf8_lossy(&k).into_owned();
-            let value = read_bytes(bytes, &mut pos).ok_or(bad("header value"))?;
-            headers.push(Header { key, value });
-        }
-        if pos != end {
-            return Err(bad("record length mismatch"));
-        }
-        out.push(Record {
-            timestamp_delta,
-            offset_delta,
-            key,
-            value,
-            headers,
-        });
+    for index in 0..count {
+        f(read_record(bytes, &mut pos, index)?);
     }
     if pos != bytes.len() {
         return Err(BatchError::CorruptRecord {
-            index: out.len(),
+            index: count,
             reason: "trailing bytes after the last record",
         });
     }
+    Ok(())
+}
+
+/// The offset delta and value of each record of a validated batch, read in place: what a
+/// checker looking values up needs, without decoding keys and headers into owned records.
+#[derive(Clone, Debug)]
+pub struct RecordValues<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    index: usize,
+    count: usize,
+}
+
+impl<'a> RecordValues<'a> {
+    /// The records of `bytes`, a batch of `count` records whose framing was validated.
+    pub(crate) fn new(bytes: &'a [u8], count: i32) -> Self {
+        Self {
+            bytes,
+            pos: RECORD_BATCH_OVERHEAD,
+            index: 0,
+            count: usize::try_from(count).unwrap_or(0),
+        }
+    }
+}
+
+impl<'a> Iterator for RecordValues<'a> {
+    type Item = (i32, Option<&'a [u8]>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.index == self.count {
+            return None;
+        }
+        let r = read_record(self.bytes, &mut self.pos, self.index);
+        self.index += 1;
+        let r = r.expect("batch_records_valid: records were validated when the batch was built");
+        Some((r.offset_delta, r.value.map(|v| &self.bytes[v])))
+    }
+}
+
+/// Parses the records of a batch whose header is already validated.
+pub(crate) fn decode_records(bytes: &Bytes, count: i32) -> Result<Vec<Record>, BatchError> {
+    let mut out = Vec::with_capacity(count.max(0) as usize);
+    walk_records(bytes, count, |r| out.push(r.to_record(bytes)))?;
     Ok(out)
 }
 

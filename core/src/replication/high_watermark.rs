@@ -43,16 +43,21 @@ pub fn is_under_min_isr(isr: &IsrState, min_insync_replicas: usize, replica_coun
 /// (`maybeIncrementHighWatermark`): the leader HW never decreases here.
 #[allow(clippy::too_many_arguments)]
 #[must_use]
-pub fn maybe_increment_leader_hw(
+pub fn maybe_increment_leader_hw<'a, R>(
     leader_leo: Offset,
     current_hw: Offset,
-    replicas: &[ReplicaState],
+    replicas: R,
     isr: &IsrState,
     is_eligible: impl Fn(BrokerId) -> bool,
     now_ms: i64,
     replica_lag_time_max_ms: i64,
     cfg: &HwConfig,
-) -> Option<Offset> {
+) -> Option<Offset>
+where
+    R: IntoIterator<Item = &'a ReplicaState>,
+    R::IntoIter: ExactSizeIterator,
+{
+    let replicas = replicas.into_iter();
     let replica_count = replicas.len().saturating_add(1);
     if cfg.kip966_min_isr_gate && is_under_min_isr(isr, cfg.min_insync_replicas, replica_count) {
         return None;

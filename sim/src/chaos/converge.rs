@@ -250,12 +250,13 @@ fn cluster_stuck(
             // would now advance it to the LEO: the next write moves it (single-cluster and
             // mirror chaos seed 43533). That is Kafka's behaviour, not a stuck model: it
             // converges if the rule, run now, gives the LEO.
-            let kick = w
-                .with_broker(c0, leader, |b| {
+            let kick = || {
+                w.with_broker(c0, leader, |b| {
                     b.high_watermark_if_recomputed(&tp, w.world.now())
                 })
-                .flatten();
-            if hw != leo && kick != Some(leo) {
+                .flatten()
+            };
+            if hw != leo && kick() != Some(leo) {
                 return at(
                     Some(leader),
                     "hw_below_leo",

@@ -145,12 +145,7 @@ impl GhostPartition {
             .rev()
             .flat_map(|(_, v)| v.iter())
             .filter(|b| b.last_offset() >= offset)
-            .any(|b| {
-                crate::check::history::value_at(b, offset)
-                    .as_ref()
-                    .map(Option::as_ref)
-                    == Some(value)
-            })
+            .any(|b| b.value_at(offset) == Some(value.map(AsRef::as_ref)))
     }
 
     /// True when `batch` was committed at its offset once and dropped by a declared loss.

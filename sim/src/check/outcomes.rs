@@ -25,12 +25,72 @@ use super::log_invariants::{NodeMap, leader_of, with_partition};
 /// A client: its cluster and number.
 type ClientKey = (ClusterIdx, u32);
 
+/// The FNV-1a 64 hash of a record value: ordered maps keyed by it compare `u64`s instead
+/// of byte strings, and the value itself decides only between equal hashes.
+fn value_hash(value: &[u8]) -> u64 {
+    let mut h = crate::trace::hash::TraceHash::new();
+    h.update(value);
+    h.finish()
+}
+
+/// A set of record values, ordered by (hash, value): a lookup compares 64-bit hashes and
+/// reads value bytes only on a hash match (the same value, or a collision, which the byte
+/// comparison then tells apart).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ValueSet {
+    values: BTreeSet<(u64, Bytes)>,
+}
+
+impl ValueSet {
+    /// Adds `value`.
+    pub fn insert(&mut self, value: Bytes) {
+        self.values.insert((value_hash(&value), value));
+    }
+
+    /// The stored copy of `value`, if it is in the set.
+    #[must_use]
+    pub fn get(&self, value: &[u8]) -> Option<&Bytes> {
+        self.get_hashed(value_hash(value), value)
+    }
+
+    /// [`Self::get`] given the value's hash.
+    fn get_hashed(&self, h: u64, value: &[u8]) -> Option<&Bytes> {
+        self.values
+            .range((h, Bytes::new())..)
+            .take_while(|(k, _)| *k == h)
+            .map(|(_, v)| v)
+            .find(|v| v.as_ref() == value)
+    }
+
+    /// Number of values.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// True when no value was added.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+impl FromIterator<Bytes> for ValueSet {
+    fn from_iter<I: IntoIterator<Item = Bytes>>(iter: I) -> Self {
+        let mut set = Self::default();
+        for v in iter {
+            set.insert(v);
+        }
+        set
+    }
+}
+
 /// What the outcome checks remember of the clients.
 #[derive(Clone, Debug, Default)]
 pub struct ClientRecords {
     /// Values written by idempotent or transactional producers (acknowledged or given up
     /// on), per partition.
-    pub idempotent_values: BTreeMap<PartitionKey, BTreeSet<Bytes>>,
+    pub idempotent_values: BTreeMap<PartitionKey, ValueSet>,
     /// Values given up on, by client, until the client is known to be idempotent.
     failed: BTreeMap<ClientKey, Vec<(TopicPartition, Vec<Bytes>)>>,
     /// Clients seen writing with a producer id.
@@ -100,45 +160,59 @@ impl ClientRecords {
         if values.is_empty() {
             return;
         }
-        self.idempotent_values
+        let set = self
+            .idempotent_values
             .entry((cluster, tp.clone()))
-            .or_default()
-            .extend(values.iter().cloned());
+            .or_default();
+        for v in values {
+            set.insert(v.clone());
+        }
     }
 }
 
 /// The first value of `watched` that `log` holds twice, with the offsets of both copies,
-/// reading offsets below `below` only.
+/// reading offsets below `below` only. "First" is in log order: the value whose second copy
+/// comes earliest, with its first copy.
+///
+/// The log's values are gathered with their hashes and sorted, so copies of one value end up
+/// side by side, and `watched` is asked only about values the log holds more than once (a
+/// scan that looked each value up, in log order, cost one ordered-set search per record on
+/// every replica).
 #[must_use]
 pub fn duplicate_in(
     log: &PartitionLog,
-    watched: &BTreeSet<Bytes>,
+    watched: &ValueSet,
     below: Offset,
 ) -> Option<(Bytes, Offset, Offset)> {
-    let mut seen: BTreeMap<&Bytes, Offset> = BTreeMap::new();
-    let mut out = None;
+    let mut values: Vec<(u64, &[u8], Offset)> = Vec::new();
     for b in log.batches() {
         if b.base_offset() >= below || b.is_control_batch() || b.producer_id().0 < 0 {
             continue;
         }
-        for (i, r) in b.records().into_iter().enumerate() {
+        for (i, (_, value)) in b.record_values().enumerate() {
             let offset = b.base_offset().plus(i as i64);
             if offset >= below {
                 break;
             }
-            let Some(v) = r.value else { continue };
-            if let Some(v) = watched.get(&v)
-                && let Some(first) = seen.insert(v, offset)
-            {
-                out = Some((v.clone(), first, offset));
-                break;
+            if let Some(value) = value {
+                values.push((value_hash(value), value, offset));
             }
         }
-        if out.is_some() {
-            break;
+    }
+    values.sort_unstable();
+    let mut found: Option<(&Bytes, Offset, Offset)> = None;
+    for pair in values.windows(2) {
+        let ((h, v, first), (h2, v2, second)) = (pair[0], pair[1]);
+        // Within a run of copies the first pair holds the two earliest; a later pair of the
+        // run has a later second copy, so it never wins.
+        if h != h2 || v != v2 || found.is_some_and(|(_, _, s)| s <= second) {
+            continue;
+        }
+        if let Some(stored) = watched.get_hashed(h, v) {
+            found = Some((stored, first, second));
         }
     }
-    out
+    found.map(|(v, first, second)| (v.clone(), first, second))
 }
 
 /// End of run: no replica holds a watched value twice (a leader anywhere in its log, a
@@ -339,8 +413,22 @@ mod tests {
         );
     }
 
-    fn watched(v: &[&str]) -> BTreeSet<Bytes> {
+    fn watched(v: &[&str]) -> ValueSet {
         v.iter().map(|s| Bytes::from(s.to_string())).collect()
+    }
+
+    #[test]
+    fn a_value_set_finds_exactly_its_values() {
+        // Goal: membership by (hash, bytes) answers like a set of byte strings: equal bytes
+        // are found whatever buffer they come from, a prefix or a longer value is not.
+        let set = watched(&["c1-0", "c1-1", "c10-0", ""]);
+        assert_eq!(set.len(), 4);
+        assert_eq!(set.get(b"c1-1").map(|v| v.as_ref()), Some(&b"c1-1"[..]));
+        assert_eq!(set.get(b"").map(|v| v.as_ref()), Some(&b""[..]));
+        assert_eq!(set.get(b"c1-"), None);
+        assert_eq!(set.get(b"c1-10"), None);
+        assert_eq!(ValueSet::default().get(b"c1-0"), None);
+        assert!(ValueSet::default().is_empty());
     }
 
     #[test]
@@ -364,6 +452,19 @@ mod tests {
         );
         // Below a follower's HW only.
         assert_eq!(duplicate_in(&dup, &w, Offset(2)), None);
+        // The value whose second copy comes first is reported, with its first copy; a
+        // repeated value nobody watches is not.
+        let w = watched(&["c1-0", "c1-1", "c1-2"]);
+        let crossed = log_of(&[(7, &["c1-0", "c1-1"]), (8, &["c1-1", "c1-0"])]);
+        assert_eq!(
+            duplicate_in(&crossed, &w, crossed.log_end_offset()),
+            Some((Bytes::from("c1-1"), Offset(1), Offset(2)))
+        );
+        let thrice = log_of(&[(7, &["x", "x", "c1-2"]), (8, &["c1-2", "c1-2"])]);
+        assert_eq!(
+            duplicate_in(&thrice, &w, thrice.log_end_offset()),
+            Some((Bytes::from("c1-2"), Offset(2), Offset(3)))
+        );
     }
 
     #[test]

@@ -8,8 +8,6 @@
 //! 13-column field (each ends with at least one space, so an over-long name still stays
 //! separated), then free text. Fixed columns make traces diffable and `grep`/`sort` friendly.
 
-use std::fmt::Write as _;
-
 use super::hash::TraceHash;
 
 /// Width of the time column, without the `t=` prefix and `s` suffix.
@@ -29,26 +27,65 @@ pub fn line(t_micros: u64, seq: u64, node: &str, subject: &str, text: &str) -> S
 }
 
 /// [`line`] into a reused buffer (cleared first): the sink formats every event, kept or only
-/// hashed, so it avoids an allocation per event.
+/// hashed, so it avoids an allocation per event, and writes its numbers and padding by hand
+/// (the same bytes `format!("{secs}.{millis:03}s #{seq:07} {node:<6} {subject:<12} {text}")`
+/// gives, without the formatting machinery: this runs once per event).
 fn write_line(out: &mut String, t_micros: u64, seq: u64, node: &str, subject: &str, text: &str) {
     out.clear();
     let secs = t_micros / 1_000_000;
     let millis = (t_micros / 1_000) % 1_000;
-    // `{secs}.{millis:03}` right-aligned in TIME_WIDTH, without a temporary String.
+    // `{secs}.{millis:03}` right-aligned in TIME_WIDTH.
     let digits = secs.checked_ilog10().map_or(1, |d| d as usize + 1);
     out.push_str("t=");
     for _ in (digits + 4)..TIME_WIDTH {
         out.push(' ');
     }
-    // Writing into a String cannot fail.
-    let _ = write!(
-        out,
-        "{secs}.{millis:03}s #{seq:07} {node:<NODE_WIDTH$} {subject:<SUBJECT_WIDTH$} {text}"
-    );
+    push_decimal(out, secs, 1);
+    out.push('.');
+    push_decimal(out, millis, 3);
+    out.push_str("s #");
+    push_decimal(out, seq, 7);
+    out.push(' ');
+    push_left_aligned(out, node, NODE_WIDTH);
+    out.push(' ');
+    push_left_aligned(out, subject, SUBJECT_WIDTH);
+    out.push(' ');
+    out.push_str(text);
     // An empty text (or subject) would leave padding at the end; trailing blanks only make
     // diffs noisy.
     let trimmed = out.trim_end().len();
     out.truncate(trimmed);
+}
+
+/// `v` in decimal, zero-padded to at least `width` digits (`{v:0width$}`).
+fn push_decimal(out: &mut String, mut v: u64, width: usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        // A decimal digit: the cast cannot truncate.
+        #[allow(clippy::cast_possible_truncation)]
+        let digit = (v % 10) as u8;
+        buf[i] = b'0' + digit;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for _ in (buf.len() - i)..width {
+        out.push('0');
+    }
+    for &b in &buf[i..] {
+        out.push(char::from(b));
+    }
+}
+
+/// `s` padded with spaces to `width` characters (`{s:<width$}`, which counts characters).
+fn push_left_aligned(out: &mut String, s: &str, width: usize) {
+    out.push_str(s);
+    for _ in s.chars().count()..width {
+        out.push(' ');
+    }
 }
 
 /// How much of the trace a line belongs to.
@@ -238,6 +275,40 @@ mod tests {
             line(10_000_000, 4121, "fault", "src↮dst", "partition symmetric"),
             "t=    10.000s #0004121 fault  src↮dst      partition symmetric"
         );
+    }
+
+    #[test]
+    fn hand_written_columns_equal_the_format_macro() {
+        // Goal: `write_line` writes exactly what `format!` with the documented widths gives
+        // (numbers of every length, zero padding past its width, multi-byte names).
+        for (t, seq, node, subject, text) in [
+            (0, 0, "n", "s", "x"),
+            (
+                12_004_000,
+                4391,
+                "dst-1",
+                "orders-0",
+                "MIRRORING→STOPPING  se=4",
+            ),
+            (
+                999_999_999_999,
+                12_345_678,
+                "src-ctl",
+                "src↮dst",
+                "partition",
+            ),
+            (u64::MAX, u64::MAX, "", "", ""),
+            (1_000, 9_999_999, "ab", "ü", "→ request id=7"),
+        ] {
+            let secs = t / 1_000_000;
+            let millis = (t / 1_000) % 1_000;
+            let time = format!("{secs}.{millis:03}s");
+            let expected = format!(
+                "t={time:>w$} #{seq:07} {node:<NODE_WIDTH$} {subject:<SUBJECT_WIDTH$} {text}",
+                w = TIME_WIDTH + 1
+            );
+            assert_eq!(line(t, seq, node, subject, text), expected.trim_end());
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Plumbing shared by the client nodes: a seeded PRNG, the in-flight request table (with
 //! `request.timeout.ms`), the output queue, and Kafka's error classification.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use mirror_core::broker::{Event, Message, Output};
 use mirror_core::protocol::{ClusterIdx, CorrelationId, ErrorCode, NodeId, Request};
@@ -58,6 +58,9 @@ pub(crate) struct Wire<T> {
     cluster: ClusterIdx,
     next_id: CorrelationId,
     pending: BTreeMap<CorrelationId, Pending<T>>,
+    /// `pending`'s (deadline, id) pairs, so the earliest deadline and the expired requests
+    /// are found without a pass over every in-flight request.
+    deadlines: BTreeSet<(Instant, CorrelationId)>,
     out: VecDeque<Output>,
     pub(crate) request_timeout_ms: i64,
 }
@@ -68,6 +71,7 @@ impl<T: Clone> Wire<T> {
             cluster,
             next_id: 1,
             pending: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
             out: VecDeque::new(),
             request_timeout_ms,
         }
@@ -82,13 +86,12 @@ impl<T: Clone> Wire<T> {
         tag: T,
     ) -> CorrelationId {
         let id = self.send_untracked(to, req);
-        self.pending.insert(
-            id,
-            Pending {
-                to,
-                deadline: now.plus_millis(self.request_timeout_ms),
-                tag,
-            },
+        let deadline = now.plus_millis(self.request_timeout_ms);
+        self.deadlines.insert((deadline, id));
+        let earlier = self.pending.insert(id, Pending { to, deadline, tag });
+        assert!(
+            earlier.is_none(),
+            "wire_ids_unique: correlation id {id} reused"
         );
         id
     }
@@ -113,18 +116,22 @@ impl<T: Clone> Wire<T> {
             return None;
         }
         let p = self.pending.remove(&id)?;
+        self.deadlines.remove(&(p.deadline, id));
         Some((p.to, p.tag))
     }
 
     /// Requests whose deadline passed, removed (Kafka: the request times out and the
     /// connection is dropped; a late response is ignored).
     pub(crate) fn expire(&mut self, now: Instant) -> Vec<(BrokerId, T)> {
-        let due: Vec<CorrelationId> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.deadline <= now)
-            .map(|(id, _)| *id)
-            .collect();
+        let mut due: Vec<CorrelationId> = Vec::new();
+        while let Some(&(deadline, id)) = self.deadlines.first()
+            && deadline <= now
+        {
+            self.deadlines.pop_first();
+            due.push(id);
+        }
+        // In id order, as a pass over `pending` gives them.
+        due.sort_unstable();
         due.into_iter()
             .filter_map(|id| self.pending.remove(&id))
             .map(|p| (p.to, p.tag))
@@ -134,16 +141,24 @@ impl<T: Clone> Wire<T> {
     /// Forgets every in-flight request (a stopped client ignores late responses).
     pub(crate) fn clear(&mut self) {
         self.pending.clear();
+        self.deadlines.clear();
     }
 
     /// Keeps only the in-flight requests whose tag matches.
     pub(crate) fn retain(&mut self, f: impl Fn(&T) -> bool) {
-        self.pending.retain(|_, p| f(&p.tag));
+        let deadlines = &mut self.deadlines;
+        self.pending.retain(|id, p| {
+            let keep = f(&p.tag);
+            if !keep {
+                deadlines.remove(&(p.deadline, *id));
+            }
+            keep
+        });
     }
 
     /// The earliest request deadline.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.pending.values().map(|p| p.deadline).min()
+        self.deadlines.first().map(|(deadline, _)| *deadline)
     }
 
     /// True if some in-flight request's tag matches.

@@ -40,7 +40,7 @@
 //!   writes get no answer and therefore no event.
 //! - Idempotence and transactions require acks=all (Kafka rejects the config otherwise).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 use bytes::Bytes;
 use mirror_core::broker::{Event, Message, Node, Output};
@@ -203,16 +203,47 @@ struct PartState {
     /// sequence 0 under the new pair (Kafka `partitionsToRewriteSequences`).
     rewrite: bool,
     next_seq: i32,
+    /// Batches of `queue` with `in_flight` set (kept by `set_in_flight` and `remove`, so the
+    /// per-step send pass does not count a queue that grows long while a leader is away).
+    in_flight_count: usize,
 }
 
 impl PartState {
     /// Batches with a request outstanding.
     fn in_flight(&self) -> usize {
-        self.queue.iter().filter(|b| b.in_flight).count()
+        self.in_flight_count
     }
 
     fn any_in_flight(&self) -> bool {
-        self.queue.iter().any(|b| b.in_flight)
+        self.in_flight_count > 0
+    }
+
+    /// Sets the `in_flight` flag of the batch at `pos`.
+    fn set_in_flight(&mut self, pos: usize, in_flight: bool) {
+        let b = &mut self.queue[pos];
+        if b.in_flight != in_flight {
+            b.in_flight = in_flight;
+            if in_flight {
+                self.in_flight_count += 1;
+            } else {
+                self.in_flight_count -= 1;
+            }
+        }
+    }
+
+    /// Removes the batch at `pos`.
+    fn remove(&mut self, pos: usize) -> Option<Batch> {
+        let b = self.queue.remove(pos)?;
+        if b.in_flight {
+            self.in_flight_count -= 1;
+        }
+        Some(b)
+    }
+
+    /// Removes every batch.
+    fn take_all(&mut self) -> VecDeque<Batch> {
+        self.in_flight_count = 0;
+        std::mem::take(&mut self.queue)
     }
 
     fn position(&self, id: u64) -> Option<usize> {
@@ -230,6 +261,69 @@ impl PartState {
         self.pair = Some(pair);
         self.rewrite = false;
         self.next_seq = 0;
+    }
+}
+
+/// The partitions a producer writes, in partition order: looked up by partition (a binary
+/// search over a few `i32`s) and walked by index in the per-step passes, which touch every
+/// partition on every step.
+#[derive(Clone, Debug, Default)]
+struct Parts {
+    /// Partition numbers, ascending, each once.
+    ids: Vec<i32>,
+    /// `states[k]` belongs to `ids[k]`.
+    states: Vec<PartState>,
+}
+
+impl Parts {
+    /// Empty states for `partitions` (sorted, duplicates once).
+    fn new(partitions: &[i32]) -> Self {
+        let mut ids = partitions.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let states = ids.iter().map(|_| PartState::default()).collect();
+        Self { ids, states }
+    }
+
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The partition number at index `k`.
+    fn id(&self, k: usize) -> i32 {
+        self.ids[k]
+    }
+
+    fn at(&self, k: usize) -> &PartState {
+        &self.states[k]
+    }
+
+    fn get(&self, p: &i32) -> Option<&PartState> {
+        self.ids.binary_search(p).ok().map(|k| &self.states[k])
+    }
+
+    fn get_mut(&mut self, p: &i32) -> Option<&mut PartState> {
+        self.ids.binary_search(p).ok().map(|k| &mut self.states[k])
+    }
+
+    fn keys(&self) -> impl Iterator<Item = i32> + '_ {
+        self.ids.iter().copied()
+    }
+
+    fn values(&self) -> std::slice::Iter<'_, PartState> {
+        self.states.iter()
+    }
+
+    fn values_mut(&mut self) -> std::slice::IterMut<'_, PartState> {
+        self.states.iter_mut()
+    }
+}
+
+impl std::ops::Index<&i32> for Parts {
+    type Output = PartState;
+
+    fn index(&self, p: &i32) -> &PartState {
+        self.get(p).expect("partition state")
     }
 }
 
@@ -294,7 +388,11 @@ pub struct Producer {
     next_gen_at: Option<Instant>,
     open: Option<(i32, Vec<Bytes>, Instant)>,
     sticky: i32,
-    parts: BTreeMap<i32, PartState>,
+    /// Every partition written to has its state from the start.
+    parts: Parts,
+    /// Records in the batches of `parts` (kept with every queue change, so `buffered` does
+    /// not walk the queues on every generated record).
+    queued_records: usize,
     identity: Identity,
     coordinator: Option<BrokerId>,
     txn: TxnState,
@@ -333,11 +431,7 @@ impl Producer {
             start,
         );
         let sticky = cfg.partitions[rng.below(cfg.partitions.len())];
-        let parts = cfg
-            .partitions
-            .iter()
-            .map(|p| (*p, PartState::default()))
-            .collect();
+        let parts = Parts::new(&cfg.partitions);
         Self {
             wire: Wire::new(cfg.cluster, cfg.request_timeout_ms),
             meta,
@@ -348,6 +442,7 @@ impl Producer {
             open: None,
             sticky,
             parts,
+            queued_records: 0,
             identity: if idem {
                 Identity::NeedInit { bump: None }
             } else {
@@ -422,12 +517,7 @@ impl Producer {
     }
 
     fn buffered(&self) -> usize {
-        self.parts
-            .values()
-            .flat_map(|p| &p.queue)
-            .map(|b| b.values.len())
-            .sum::<usize>()
-            + self.open.as_ref().map_or(0, |o| o.1.len())
+        self.queued_records + self.open.as_ref().map_or(0, |o| o.1.len())
     }
 
     // ------------------------------------------------------------------ main loop
@@ -611,7 +701,12 @@ impl Producer {
             stashed: None,
             maybe_written: false,
         };
-        self.parts.entry(p).or_default().queue.push_back(batch);
+        self.queued_records += batch.values.len();
+        self.parts
+            .get_mut(&p)
+            .expect("partition_state_exists: open batches are on configured partitions")
+            .queue
+            .push_back(batch);
         self.sticky = self.cfg.partitions[self.rng.below(self.cfg.partitions.len())];
     }
 
@@ -704,12 +799,12 @@ impl Producer {
             _ if self.transactional() => return,
             _ => None,
         };
-        let parts: Vec<i32> = self.parts.keys().copied().collect();
-        for p in parts {
+        for k in 0..self.parts.len() {
+            let p = self.parts.id(k);
             if added.as_ref().is_some_and(|a| !a.contains(&p)) {
                 continue;
             }
-            self.send_partition(now, p, producer);
+            self.send_partition(now, k, producer);
         }
     }
 
@@ -717,12 +812,13 @@ impl Producer {
     fn send_partition(
         &mut self,
         now: Instant,
-        p: i32,
+        k: usize,
         producer: Option<(ProducerId, ProducerEpoch)>,
     ) {
-        let tp = self.tp(p);
+        let p = self.parts.id(k);
         let max_in_flight = self.cfg.max_in_flight.clamp(1, 5);
-        let state = self.parts.get_mut(&p).expect("partition state");
+        let mut tp: Option<TopicPartition> = None;
+        let state = &mut self.parts.states[k];
         if state.draining {
             if state.any_in_flight() {
                 return;
@@ -731,8 +827,8 @@ impl Producer {
         }
         let mut in_flight = state.in_flight();
         let mut i = 0;
-        while i < self.parts[&p].queue.len() && in_flight < max_in_flight {
-            let state = &self.parts[&p];
+        while i < self.parts.at(k).queue.len() && in_flight < max_in_flight {
+            let state = self.parts.at(k);
             let batch = &state.queue[i];
             if batch.in_flight {
                 i += 1;
@@ -742,11 +838,13 @@ impl Producer {
             if batch.retry_at > now {
                 break;
             }
-            let Some((leader, _)) = self.meta.leader(&tp) else {
+            // Built only when a batch is to be sent: most calls find nothing sendable.
+            let tp = tp.get_or_insert_with(|| TopicPartition::new(self.cfg.topic.as_str(), p));
+            let Some((leader, _)) = self.meta.leader(tp) else {
                 self.meta.request_update();
                 break;
             };
-            let state = self.parts.get_mut(&p).expect("partition state");
+            let state = &mut self.parts.states[k];
             if let Some(current) = producer
                 && state.pair != Some(current)
             {
@@ -804,11 +902,13 @@ impl Producer {
             let id = batch.id;
             if self.cfg.acks == 0 {
                 // Kafka: acks=0 completes on send, with no offset: nothing to report.
-                state.queue.remove(i);
+                if let Some(sent) = state.remove(i) {
+                    self.queued_records -= sent.values.len();
+                }
                 self.wire.send_untracked(leader, req);
             } else {
-                batch.in_flight = true;
                 batch.attempt = attempt;
+                state.set_in_flight(i, true);
                 in_flight += 1;
                 i += 1;
                 self.wire
@@ -821,10 +921,10 @@ impl Producer {
     /// their request completes or times out).
     fn expire_batches(&mut self, now: Instant) {
         let timeout = self.cfg.delivery_timeout_ms;
-        let parts: Vec<i32> = self.parts.keys().copied().collect();
-        for p in parts {
+        for k in 0..self.parts.len() {
+            let p = self.parts.id(k);
             loop {
-                let state = &self.parts[&p];
+                let state = self.parts.at(k);
                 match state.queue.front() {
                     Some(b) if !b.in_flight && now >= b.created.plus_millis(timeout) => {
                         let err = if b.last_error.is_ok() {
@@ -850,9 +950,10 @@ impl Producer {
         let tp = self.tp(p);
         let current = self.producer_id_and_epoch();
         let state = self.parts.get_mut(&p).expect("partition state");
-        let Some(batch) = state.queue.remove(pos) else {
+        let Some(batch) = state.remove(pos) else {
             return;
         };
+        self.queued_records -= batch.values.len();
         // Later batches hold sequences after this one's: they are resent in order.
         state.draining = true;
         let last_stamped = batch.stamp.is_some_and(|(_, _, seq)| {
@@ -916,7 +1017,7 @@ impl Producer {
                     error,
                 });
             }
-            let parts: Vec<i32> = self.parts.keys().copied().collect();
+            let parts: Vec<i32> = self.parts.keys().collect();
             for p in parts {
                 let tp = self.tp(p);
                 let state = self.parts.get_mut(&p).expect("partition state");
@@ -928,7 +1029,9 @@ impl Producer {
                     .cloned()
                     .collect();
                 state.queue.retain(|b| b.in_flight);
+                state.in_flight_count = state.queue.len();
                 for b in failed {
+                    self.queued_records -= b.values.len();
                     self.wire.emit(Event::ProduceFailed {
                         client: self.cfg.client,
                         tp: tp.clone(),
@@ -945,11 +1048,12 @@ impl Producer {
             return;
         }
         self.fatal = Some(error);
-        let parts: Vec<i32> = self.parts.keys().copied().collect();
+        let parts: Vec<i32> = self.parts.keys().collect();
         for p in parts {
             let tp = self.tp(p);
-            let queue = std::mem::take(&mut self.parts.get_mut(&p).expect("partition").queue);
+            let queue = self.parts.get_mut(&p).expect("partition").take_all();
             for b in queue {
+                self.queued_records -= b.values.len();
                 self.wire.emit(Event::ProduceFailed {
                     client: self.cfg.client,
                     tp: tp.clone(),
@@ -1172,15 +1276,19 @@ impl Producer {
         let Some(state) = self.parts.get_mut(&p) else {
             return;
         };
-        state.queue[pos].in_flight = false;
+        state.set_in_flight(pos, false);
         if resp.is_none() {
             // No answer: Kafka drops the connection, and every later request on it fails
             // too (their answers, even if they came, are gone with it). All of them may
             // have been written; they are resent in order, and the broker's last-five
             // batch window recognises the ones it has.
             state.queue[pos].maybe_written = true;
-            for b in state.queue.iter_mut().skip(pos + 1).filter(|b| b.in_flight) {
-                b.in_flight = false;
+            for later in pos + 1..state.queue.len() {
+                if !state.queue[later].in_flight {
+                    continue;
+                }
+                state.set_in_flight(later, false);
+                let b = &mut state.queue[later];
                 b.stashed = None;
                 b.maybe_written = true;
                 b.last_error = ErrorCode::RequestTimedOut;
@@ -1227,9 +1335,10 @@ impl Producer {
         match answer.error {
             ErrorCode::None => {
                 let state = self.parts.get_mut(&p).expect("partition state");
-                let Some(batch) = state.queue.remove(pos) else {
+                let Some(batch) = state.remove(pos) else {
                     return;
                 };
+                self.queued_records -= batch.values.len();
                 let producer_id = batch.stamp.map_or(ProducerId::NONE, |s| s.0);
                 self.wire.emit(Event::ProduceAcked {
                     client: self.cfg.client,
@@ -1294,29 +1403,37 @@ impl Producer {
         if !self.started {
             return Some(Instant::ZERO);
         }
-        let mut t: Vec<Instant> = Vec::new();
-        t.extend(self.wire.next_deadline());
-        t.extend(self.meta.next_timer());
+        // Everything due at the last step was done then; only later instants can help.
+        let floor = self.last_step;
+        let mut next: Option<Instant> = None;
+        let mut consider = |x: Instant| {
+            if floor.is_none_or(|f| x > f) && next.is_none_or(|n| x < n) {
+                next = Some(x);
+            }
+        };
+        self.wire
+            .next_deadline()
+            .into_iter()
+            .for_each(&mut consider);
+        self.meta.next_timer().into_iter().for_each(&mut consider);
         if self.may_generate() {
-            t.push(self.next_gen_at.unwrap_or(Instant::ZERO));
+            consider(self.next_gen_at.unwrap_or(Instant::ZERO));
         }
         for s in self.parts.values() {
             if let Some(b) = s.queue.iter().find(|b| !b.in_flight) {
-                t.push(b.retry_at);
+                consider(b.retry_at);
             }
             if let Some(b) = s.queue.front().filter(|b| !b.in_flight) {
-                t.push(b.created.plus_millis(self.cfg.delivery_timeout_ms));
+                consider(b.created.plus_millis(self.cfg.delivery_timeout_ms));
             }
         }
         let identity_waits = matches!(self.identity, Identity::NeedInit { .. });
         let txn_waits = !matches!(self.txn, TxnState::Idle)
             || (self.transactional() && !self.generation_finished());
         if (identity_waits || txn_waits) && !self.txn_req_in_flight {
-            t.push(self.txn_retry_at);
+            consider(self.txn_retry_at);
         }
-        // Everything due at the last step was done then; only later instants can help.
-        let floor = self.last_step;
-        t.into_iter().filter(|x| floor.is_none_or(|f| *x > f)).min()
+        next
     }
 }
 

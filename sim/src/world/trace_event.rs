@@ -47,11 +47,30 @@ impl Names {
     /// `src-1`, `src-ctl`, `src-c3`.
     #[must_use]
     pub fn node(&self, n: NodeId) -> String {
-        let c = self.cluster(n.cluster);
+        let mut out = String::new();
+        self.write_node(&mut out, n);
+        out
+    }
+
+    /// [`Self::node`] appended to `out`.
+    pub fn write_node(&self, out: &mut String, n: NodeId) {
+        match self.clusters.get(usize::from(n.cluster.0)) {
+            Some(c) => out.push_str(c),
+            None => {
+                out.push('c');
+                push_int(out, i64::from(n.cluster.0));
+            }
+        }
         match n.role {
-            NodeRole::Controller => format!("{c}-ctl"),
-            NodeRole::Broker(b) => format!("{c}-{}", b.0),
-            NodeRole::Client(k) => format!("{c}-c{k}"),
+            NodeRole::Controller => out.push_str("-ctl"),
+            NodeRole::Broker(b) => {
+                out.push('-');
+                push_int(out, i64::from(b.0));
+            }
+            NodeRole::Client(k) => {
+                out.push_str("-c");
+                push_int(out, i64::from(k));
+            }
         }
     }
 
@@ -238,11 +257,179 @@ pub struct Rendered {
     pub text: String,
 }
 
+/// Reusable column buffers: the world renders every event into the same three strings
+/// (most events are only hashed, so allocating them per event was pure overhead).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Columns {
+    /// Node column.
+    pub node: String,
+    /// Subject column.
+    pub subject: String,
+    /// Free text.
+    pub text: String,
+}
+
+/// `v` in decimal (what `Display` gives for the integer newtypes of the trace).
+fn push_int(out: &mut String, v: i64) {
+    if v < 0 {
+        out.push('-');
+    }
+    push_uint(out, v.unsigned_abs());
+}
+
+/// `v` in decimal.
+fn push_uint(out: &mut String, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        // A decimal digit: the cast cannot truncate.
+        #[allow(clippy::cast_possible_truncation)]
+        let digit = (v % 10) as u8;
+        buf[i] = b'0' + digit;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for &b in &buf[i..] {
+        out.push(char::from(b));
+    }
+}
+
+/// `orders-0`, as `TopicPartition`'s `Display`.
+fn push_tp(out: &mut String, tp: &mirror_core::types::TopicPartition) {
+    out.push_str(&tp.topic);
+    out.push('-');
+    push_int(out, i64::from(tp.partition));
+}
+
+impl TraceEvent<'_> {
+    /// Renders the event into `out` (cleared first) and returns its level: the form the
+    /// world uses for every event. The most frequent events (sends, appends, HW changes,
+    /// consumed records, acknowledgements) are written straight into the buffers; the
+    /// others go through [`Self::render`]. Both give the same columns.
+    pub fn render_into(&self, names: &Names, out: &mut Columns) -> TraceLevel {
+        out.node.clear();
+        out.subject.clear();
+        out.text.clear();
+        if let Some(level) = self.render_frequent(names, out) {
+            return level;
+        }
+        let r = self.render(names);
+        out.node.push_str(&r.node);
+        out.subject.push_str(&r.subject);
+        out.text.push_str(&r.text);
+        r.level
+    }
+
+    /// The frequent events written in place; `None` (nothing written) for the others. The
+    /// one definition of their columns: [`Self::render`] uses it too.
+    fn render_frequent(&self, names: &Names, out: &mut Columns) -> Option<TraceLevel> {
+        match self {
+            TraceEvent::Send {
+                from,
+                to,
+                id,
+                message,
+                ..
+            } => {
+                names.write_node(&mut out.node, *from);
+                names.write_node(&mut out.subject, *to);
+                out.text.push_str(match message {
+                    Message::Request(_) => "→ request id=",
+                    Message::Response(_) => "→ response id=",
+                });
+                push_uint(&mut out.text, *id);
+                Some(TraceLevel::Verbose)
+            }
+            TraceEvent::Node { node, event } => {
+                let t = &mut out.text;
+                let tp = match event {
+                    Event::Appended {
+                        tp,
+                        base_offset,
+                        last_offset,
+                        epoch,
+                        as_leader,
+                    } => {
+                        t.push_str("append ");
+                        push_int(t, base_offset.0);
+                        t.push_str("..=");
+                        push_int(t, last_offset.0);
+                        t.push_str(" le=");
+                        push_int(t, i64::from(epoch.0));
+                        t.push_str(if *as_leader { " leader" } else { " replica" });
+                        tp
+                    }
+                    Event::HighWatermarkChanged { tp, high_watermark } => {
+                        t.push_str("hw=");
+                        push_int(t, high_watermark.0);
+                        tp
+                    }
+                    Event::Consumed { tp, offset, .. } => {
+                        t.push_str("consumed ");
+                        push_int(t, offset.0);
+                        tp
+                    }
+                    Event::MirrorAppended {
+                        tp,
+                        base_offset,
+                        last_offset,
+                        epoch,
+                    } => {
+                        t.push_str("mirror append ");
+                        push_int(t, base_offset.0);
+                        t.push_str("..=");
+                        push_int(t, last_offset.0);
+                        t.push_str(" le=");
+                        push_int(t, i64::from(epoch.0));
+                        tp
+                    }
+                    Event::ProduceAcked {
+                        tp,
+                        base_offset,
+                        values,
+                        acks,
+                        transactional,
+                        ..
+                    } => {
+                        t.push_str("acked ");
+                        push_int(t, base_offset.0);
+                        t.push('+');
+                        push_uint(t, values.len() as u64);
+                        t.push_str(" acks=");
+                        push_int(t, i64::from(*acks));
+                        if *transactional {
+                            t.push_str(" txn");
+                        }
+                        tp
+                    }
+                    _ => return None,
+                };
+                names.write_node(&mut out.node, *node);
+                push_tp(&mut out.subject, tp);
+                Some(TraceLevel::Verbose)
+            }
+            _ => None,
+        }
+    }
+}
+
 impl TraceEvent<'_> {
     /// Renders the event with human names.
     #[must_use]
     pub fn render(&self, names: &Names) -> Rendered {
         use TraceEvent as T;
+        let mut frequent = Columns::default();
+        if let Some(level) = self.render_frequent(names, &mut frequent) {
+            return Rendered {
+                level,
+                node: frequent.node,
+                subject: frequent.subject,
+                text: frequent.text,
+            };
+        }
         let fault = |subject: String, text: String| Rendered {
             level: TraceLevel::Compact,
             node: FAULT_COLUMN.to_owned(),
@@ -262,21 +449,7 @@ impl TraceEvent<'_> {
                 text: format!("start inc={incarnation} files={files} meta={metadata_records}"),
             },
             T::Node { node, event } => render_node_event(names, *node, event),
-            T::Send {
-                from,
-                to,
-                id,
-                message,
-                ..
-            } => Rendered {
-                level: TraceLevel::Verbose,
-                node: names.node(*from),
-                subject: names.node(*to),
-                text: match message {
-                    Message::Request(_) => format!("→ request id={id}"),
-                    Message::Response(_) => format!("→ response id={id}"),
-                },
-            },
+            T::Send { .. } => unreachable!("trace_frequent_events_rendered_in_place: a send"),
             T::Crash {
                 node,
                 policy,
@@ -446,19 +619,14 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
                 None => format!("follower of none le={leader_epoch}"),
             },
         ),
-        Event::Appended {
-            tp,
-            base_offset,
-            last_offset,
-            epoch,
-            as_leader,
-        } => verbose(
-            tp.to_string(),
-            format!(
-                "append {base_offset}..={last_offset} le={epoch} {}",
-                if *as_leader { "leader" } else { "replica" }
-            ),
-        ),
+        // Written by `TraceEvent::render_frequent`, which `render` asks first.
+        Event::Appended { .. }
+        | Event::HighWatermarkChanged { .. }
+        | Event::ProduceAcked { .. }
+        | Event::Consumed { .. }
+        | Event::MirrorAppended { .. } => {
+            unreachable!("trace_frequent_events_rendered_in_place: {event:?}")
+        }
         Event::Truncated {
             tp,
             from,
@@ -478,9 +646,6 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
             tp.to_string(),
             format!("! truncate fully leo {from}→start {start} cause={cause:?}"),
         ),
-        Event::HighWatermarkChanged { tp, high_watermark } => {
-            verbose(tp.to_string(), format!("hw={high_watermark}"))
-        }
         Event::LogStartChanged {
             tp,
             log_start_offset,
@@ -506,21 +671,6 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
             format!("broker-{broker_id}"),
             if *fenced { "fenced" } else { "unfenced" }.into(),
         ),
-        Event::ProduceAcked {
-            tp,
-            base_offset,
-            values,
-            acks,
-            transactional,
-            ..
-        } => verbose(
-            tp.to_string(),
-            format!(
-                "acked {base_offset}+{} acks={acks}{}",
-                values.len(),
-                if *transactional { " txn" } else { "" }
-            ),
-        ),
         Event::ProduceFailed { tp, error, .. } => {
             compact(tp.to_string(), format!("produce failed {error}"))
         }
@@ -544,7 +694,6 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
             format!("pid-{producer_id}"),
             format!("{} {error}", if *commit { "commit" } else { "abort" }),
         ),
-        Event::Consumed { tp, offset, .. } => verbose(tp.to_string(), format!("consumed {offset}")),
         Event::OffsetsCommitted { group, offsets, .. } => verbose(
             group.clone(),
             format!(
@@ -602,15 +751,6 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
         } => compact(
             tp.to_string(),
             format!("record lme={last_mirrored_epoch} leo={log_end_offset}"),
-        ),
-        Event::MirrorAppended {
-            tp,
-            base_offset,
-            last_offset,
-            epoch,
-        } => verbose(
-            tp.to_string(),
-            format!("mirror append {base_offset}..={last_offset} le={epoch}"),
         ),
         Event::MirrorDiverged {
             tp,
@@ -761,4 +901,136 @@ fn topic_errors(topics: &[(String, mirror_core::protocol::ErrorCode)]) -> String
         .map(|(t, e)| format!("{t}:{e}"))
         .collect::<Vec<_>>()
         .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use mirror_core::protocol::{Request, Response};
+    use mirror_core::types::{BrokerId, LeaderEpoch, Offset, ProducerId, TopicPartition};
+
+    fn columns(ev: &TraceEvent<'_>, names: &Names) -> (TraceLevel, String, String, String) {
+        let mut out = Columns::default();
+        out.text.push_str("left over from the previous event");
+        let level = ev.render_into(names, &mut out);
+        (level, out.node, out.subject, out.text)
+    }
+
+    #[test]
+    fn frequent_events_render_in_place_as_display_formats_them() {
+        // Goal: the hand-written columns of the frequent events are the ones `format!` of
+        // their fields gives (the trace hash covers them), for negative and large numbers too.
+        let names = Names::new(vec!["src".into(), "dst".into()]);
+        let broker = NodeId::broker(ClusterIdx(1), BrokerId(3));
+        let client = NodeId {
+            cluster: ClusterIdx(0),
+            role: NodeRole::Client(12),
+        };
+        let tp = TopicPartition::new("orders", 7);
+        let node_ev = |event: &Event| {
+            let (level, node, subject, text) = columns(
+                &TraceEvent::Node {
+                    node: broker,
+                    event,
+                },
+                &names,
+            );
+            assert_eq!(
+                (level, node.as_str(), subject.as_str()),
+                (TraceLevel::Verbose, "dst-3", "orders-7")
+            );
+            text
+        };
+        for (base, last, epoch, as_leader) in [(0, 9, 0, true), (-1, i64::MAX, i32::MIN, false)] {
+            let text = node_ev(&Event::Appended {
+                tp: tp.clone(),
+                base_offset: Offset(base),
+                last_offset: Offset(last),
+                epoch: LeaderEpoch(epoch),
+                as_leader,
+            });
+            let role = if as_leader { "leader" } else { "replica" };
+            assert_eq!(text, format!("append {base}..={last} le={epoch} {role}"));
+            let text = node_ev(&Event::MirrorAppended {
+                tp: tp.clone(),
+                base_offset: Offset(base),
+                last_offset: Offset(last),
+                epoch: LeaderEpoch(epoch),
+            });
+            assert_eq!(text, format!("mirror append {base}..={last} le={epoch}"));
+        }
+        let text = node_ev(&Event::HighWatermarkChanged {
+            tp: tp.clone(),
+            high_watermark: Offset(i64::MIN),
+        });
+        assert_eq!(text, format!("hw={}", i64::MIN));
+        let text = node_ev(&Event::Consumed {
+            client: 12,
+            tp: tp.clone(),
+            offset: Offset(1234),
+            value: Bytes::from_static(b"v"),
+            read_committed: false,
+        });
+        assert_eq!(text, "consumed 1234");
+        for (transactional, acks) in [(false, -1), (true, 1)] {
+            let text = node_ev(&Event::ProduceAcked {
+                client: 12,
+                tp: tp.clone(),
+                base_offset: Offset(40),
+                values: vec![Bytes::from_static(b"a"); 3],
+                acks,
+                producer_id: ProducerId(5),
+                transactional,
+            });
+            let txn = if transactional { " txn" } else { "" };
+            assert_eq!(text, format!("acked 40+3 acks={acks}{txn}"));
+        }
+        let request = Message::Request(Request::FindCoordinator {
+            key: "g".into(),
+            kind: mirror_core::protocol::messages::CoordinatorKind::Group,
+        });
+        let response = Message::Response(Response::Error {
+            error: mirror_core::protocol::ErrorCode::None,
+        });
+        for (message, arrow) in [(&request, "→ request"), (&response, "→ response")] {
+            let id = u64::MAX;
+            let send = TraceEvent::Send {
+                from: client,
+                to: NodeId {
+                    cluster: ClusterIdx(9),
+                    role: NodeRole::Controller,
+                },
+                id,
+                message,
+                answers: None,
+            };
+            assert_eq!(
+                columns(&send, &names),
+                (
+                    TraceLevel::Verbose,
+                    "src-c12".to_string(),
+                    "c9-ctl".to_string(),
+                    format!("{arrow} id={id}")
+                )
+            );
+            let r = send.render(&names);
+            assert_eq!(
+                (r.node.as_str(), r.text),
+                ("src-c12", format!("{arrow} id={id}"))
+            );
+        }
+    }
+
+    #[test]
+    fn other_events_render_into_the_same_columns_as_render() {
+        // Goal: the buffers are cleared and filled with `render`'s columns for the rest.
+        let names = Names::new(vec!["src".into()]);
+        let ev = TraceEvent::Restart {
+            node: NodeId::broker(ClusterIdx(0), BrokerId(2)),
+            incarnation: 3,
+        };
+        let r = ev.render(&names);
+        assert_eq!(columns(&ev, &names), (r.level, r.node, r.subject, r.text));
+    }
 }

@@ -17,7 +17,7 @@ use mirror_core::types::BrokerId;
 use super::clock::SimClock;
 use super::harness::{RunReport, RunStats};
 use super::node::{self, Boot, Factory, Run, Wire, lock};
-use super::trace_event::{Names, TraceEvent};
+use super::trace_event::{Columns, Names, TraceEvent};
 use crate::disk::{CrashPolicy, DiskError, SimDisk};
 use crate::net::{Direction, FaultId, Inbox, LinkSet, NetConfig, Network, NodeSet};
 use crate::trace::message::InFlight;
@@ -150,6 +150,8 @@ struct Shared<N> {
     clock: SimClock,
     net: Network<Wire>,
     trace: Mutex<TraceSink>,
+    /// The column buffers every event is rendered into before the sink formats its line.
+    columns: Mutex<Columns>,
     /// Requests in flight, tracked only while verbose lines are kept (responses name the
     /// API they answer).
     in_flight: Option<Mutex<InFlight>>,
@@ -199,6 +201,7 @@ impl<N: Node + Send + 'static> World<N> {
                 clock,
                 net,
                 trace: Mutex::new(trace),
+                columns: Mutex::new(Columns::default()),
                 in_flight,
                 observer: Mutex::new(None),
                 factory: Mutex::new(None),
@@ -834,15 +837,13 @@ impl<N: Node + Send + 'static> World<N> {
     }
 
     fn emit(&self, ev: &TraceEvent<'_>) -> u64 {
-        let r = ev.render(&self.inner.names);
+        let mut columns = lock(&self.inner.columns);
+        let level = ev.render_into(&self.inner.names, &mut columns);
         let t = self.now().0;
         let mut sink = lock(&self.inner.trace);
-        let detail = if sink.keeps(r.level) {
-            ev.detail()
-        } else {
-            None
-        };
-        sink.event_detailed(r.level, t, &r.node, &r.subject, &r.text, detail.as_deref())
+        let detail = if sink.keeps(level) { ev.detail() } else { None };
+        let c = &*columns;
+        sink.event_detailed(level, t, &c.node, &c.subject, &c.text, detail.as_deref())
     }
 
     fn skip(&self, fault: &'static str, node: NodeId, why: &'static str) {
