@@ -58,7 +58,7 @@ fn write_line(out: &mut String, t_micros: u64, seq: u64, node: &str, subject: &s
 }
 
 /// `v` in decimal, zero-padded to at least `width` digits (`{v:0width$}`).
-fn push_decimal(out: &mut String, mut v: u64, width: usize) {
+pub(crate) fn push_decimal(out: &mut String, mut v: u64, width: usize) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     loop {

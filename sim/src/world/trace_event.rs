@@ -10,6 +10,7 @@ use mirror_core::protocol::{ClusterIdx, CorrelationId, NodeId, NodeRole};
 
 use crate::disk::{CrashPolicy, CrashReport};
 use crate::net::{Direction, FaultId, NodeSet};
+use crate::trace::format::push_decimal;
 use crate::trace::{TraceLevel, message};
 
 /// Node column of fault lines.
@@ -274,27 +275,7 @@ fn push_int(out: &mut String, v: i64) {
     if v < 0 {
         out.push('-');
     }
-    push_uint(out, v.unsigned_abs());
-}
-
-/// `v` in decimal.
-fn push_uint(out: &mut String, mut v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        // A decimal digit: the cast cannot truncate.
-        #[allow(clippy::cast_possible_truncation)]
-        let digit = (v % 10) as u8;
-        buf[i] = b'0' + digit;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    for &b in &buf[i..] {
-        out.push(char::from(b));
-    }
+    push_decimal(out, v.unsigned_abs(), 0);
 }
 
 /// `orders-0`, as `TopicPartition`'s `Display`.
@@ -340,7 +321,7 @@ impl TraceEvent<'_> {
                     Message::Request(_) => "→ request id=",
                     Message::Response(_) => "→ response id=",
                 });
-                push_uint(&mut out.text, *id);
+                push_decimal(&mut out.text, *id, 0);
                 Some(TraceLevel::Verbose)
             }
             TraceEvent::Node { node, event } => {
@@ -397,7 +378,7 @@ impl TraceEvent<'_> {
                         t.push_str("acked ");
                         push_int(t, base_offset.0);
                         t.push('+');
-                        push_uint(t, values.len() as u64);
+                        push_decimal(t, values.len() as u64, 0);
                         t.push_str(" acks=");
                         push_int(t, i64::from(*acks));
                         if *transactional {
