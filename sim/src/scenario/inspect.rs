@@ -254,18 +254,7 @@ pub fn divergence(w: &KafkaWorld, a: ClusterIdx, b: ClusterIdx, topic: &str) -> 
 /// A group's committed offset as its coordinator holds it.
 #[must_use]
 pub fn committed(w: &KafkaWorld, c: ClusterIdx, group: &str, tp: &TopicPartition) -> Option<i64> {
-    use mirror_core::broker::coordinator_runtime::{
-        CONSUMER_OFFSETS_TOPIC, COORDINATOR_TOPIC_PARTITIONS,
-    };
-    let p = mirror_core::coordinator::coordinator_partition(group, COORDINATOR_TOPIC_PARTITIONS);
-    let leader = w.leader(c, &TopicPartition::new(CONSUMER_OFFSETS_TOPIC, p))?;
-    w.with_broker(c, leader, |b| {
-        b.coordinators()
-            .group_coordinator(p)
-            .and_then(|g| g.committed(group, tp))
-            .map(|x| x.offset.0)
-    })
-    .flatten()
+    committed_entry(w, c, group, tp, |x| Some(x.offset.0))
 }
 
 /// The leader epoch committed with a group's offset (`None`: no offset, or none with it).
@@ -276,6 +265,18 @@ pub fn committed_leader_epoch(
     group: &str,
     tp: &TopicPartition,
 ) -> Option<i32> {
+    committed_entry(w, c, group, tp, |x| x.leader_epoch.map(|e| e.0))
+}
+
+/// `pick` applied to a group's committed offset entry, read at the leader of the group's
+/// `__consumer_offsets` partition.
+fn committed_entry<T>(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    group: &str,
+    tp: &TopicPartition,
+    pick: impl FnOnce(&mirror_core::coordinator::CommittedOffset) -> Option<T>,
+) -> Option<T> {
     use mirror_core::broker::coordinator_runtime::{
         CONSUMER_OFFSETS_TOPIC, COORDINATOR_TOPIC_PARTITIONS,
     };
@@ -285,8 +286,7 @@ pub fn committed_leader_epoch(
         b.coordinators()
             .group_coordinator(p)
             .and_then(|g| g.committed(group, tp))
-            .and_then(|x| x.leader_epoch)
-            .map(|e| e.0)
+            .and_then(pick)
     })
     .flatten()
 }
