@@ -4,7 +4,9 @@
 //! (`Offset(5)`, `LeaderEpoch(3)`); the sentinels Kafka uses on the wire are
 //! named constants (`LeaderEpoch::UNDEFINED`, `Offset::UNDEFINED`).
 
+use std::cell::RefCell;
 use std::cmp::Ordering;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -141,10 +143,10 @@ impl fmt::Display for TopicId {
 /// A topic name and partition index, displayed as Kafka does: `orders-0`.
 ///
 /// Ordered by topic name (bytewise) then index, as a derive would, but by hand: the key
-/// of every per-partition map, so its comparison is the hottest code in a big world. Two
-/// keys usually share one `Arc` for the name (maps are filled from the same metadata), so
-/// a pointer check settles the name without reading it, and names (a few bytes) are
-/// compared inline rather than through a `memcmp` call.
+/// of every per-partition map, so its comparison is the hottest code in a big world.
+/// [`TopicPartition::new`] interns the name, so two keys of one topic share one `Arc`
+/// and a pointer check settles the name without reading it; other names (a few bytes)
+/// are compared inline rather than through a `memcmp` call.
 #[derive(Clone, Debug)]
 pub struct TopicPartition {
     /// Topic name. Shared, because the same name appears in many maps.
@@ -153,11 +155,32 @@ pub struct TopicPartition {
     pub partition: i32,
 }
 
+thread_local! {
+    /// Topic names handed out by [`TopicPartition::new`] on this thread: one allocation per
+    /// distinct name. A simulated world runs on one thread (a fresh one per seed), so the
+    /// keys its nodes build (a follower's fetch, the leader's map) share their names. Only
+    /// the allocation is shared: no behaviour reads which `Arc` a name is.
+    static TOPIC_NAMES: RefCell<BTreeSet<Arc<str>>> = const { RefCell::new(BTreeSet::new()) };
+}
+
+/// This thread's one `Arc` for `name`.
+fn intern_topic(name: &str) -> Arc<str> {
+    TOPIC_NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        if let Some(n) = names.get(name) {
+            return Arc::clone(n);
+        }
+        let n: Arc<str> = Arc::from(name);
+        names.insert(Arc::clone(&n));
+        n
+    })
+}
+
 impl TopicPartition {
-    /// Builds `topic-partition`.
-    pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> Self {
+    /// Builds `topic-partition`, with the thread's shared allocation of the name.
+    pub fn new(topic: impl AsRef<str>, partition: i32) -> Self {
         Self {
-            topic: topic.into(),
+            topic: intern_topic(topic.as_ref()),
             partition,
         }
     }
