@@ -4,7 +4,11 @@
 //! (`Offset(5)`, `LeaderEpoch(3)`); the sentinels Kafka uses on the wire are
 //! named constants (`LeaderEpoch::UNDEFINED`, `Offset::UNDEFINED`).
 
+use std::cell::RefCell;
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 macro_rules! newtype {
@@ -137,7 +141,13 @@ impl fmt::Display for TopicId {
 }
 
 /// A topic name and partition index, displayed as Kafka does: `orders-0`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+///
+/// Ordered by topic name (bytewise) then index, as a derive would, but by hand: the key
+/// of every per-partition map, so its comparison is the hottest code in a big world.
+/// [`TopicPartition::new`] interns the name, so two keys of one topic share one `Arc`
+/// and a pointer check settles the name without reading it; other names (a few bytes)
+/// are compared inline rather than through a `memcmp` call.
+#[derive(Clone, Debug)]
 pub struct TopicPartition {
     /// Topic name. Shared, because the same name appears in many maps.
     pub topic: Arc<str>,
@@ -145,13 +155,73 @@ pub struct TopicPartition {
     pub partition: i32,
 }
 
+thread_local! {
+    /// Topic names handed out by [`TopicPartition::new`] on this thread: one allocation per
+    /// distinct name. A simulated world runs on one thread (a fresh one per seed), so the
+    /// keys its nodes build (a follower's fetch, the leader's map) share their names. Only
+    /// the allocation is shared: no behaviour reads which `Arc` a name is.
+    static TOPIC_NAMES: RefCell<BTreeSet<Arc<str>>> = const { RefCell::new(BTreeSet::new()) };
+}
+
+/// This thread's one `Arc` for `name`.
+fn intern_topic(name: &str) -> Arc<str> {
+    TOPIC_NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        if let Some(n) = names.get(name) {
+            return Arc::clone(n);
+        }
+        let n: Arc<str> = Arc::from(name);
+        names.insert(Arc::clone(&n));
+        n
+    })
+}
+
 impl TopicPartition {
-    /// Builds `topic-partition`.
-    pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> Self {
+    /// Builds `topic-partition`, with the thread's shared allocation of the name.
+    pub fn new(topic: impl AsRef<str>, partition: i32) -> Self {
         Self {
-            topic: topic.into(),
+            topic: intern_topic(topic.as_ref()),
             partition,
         }
+    }
+}
+
+/// Bytewise order of two topic names, as `str`'s own `Ord`; equal without a read when
+/// both are the same allocation.
+fn cmp_topic(a: &Arc<str>, b: &Arc<str>) -> Ordering {
+    if Arc::ptr_eq(a, b) {
+        return Ordering::Equal;
+    }
+    a.bytes().cmp(b.bytes())
+}
+
+impl Ord for TopicPartition {
+    fn cmp(&self, other: &Self) -> Ordering {
+        cmp_topic(&self.topic, &other.topic).then(self.partition.cmp(&other.partition))
+    }
+}
+
+impl PartialOrd for TopicPartition {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for TopicPartition {
+    fn eq(&self, other: &Self) -> bool {
+        self.partition == other.partition
+            && (Arc::ptr_eq(&self.topic, &other.topic) || self.topic == other.topic)
+    }
+}
+
+impl Eq for TopicPartition {}
+
+/// Hashes what a derive would (name, then index), so hashed collections see the same
+/// hashes as before the hand-written `Eq`.
+impl Hash for TopicPartition {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.topic.hash(state);
+        self.partition.hash(state);
     }
 }
 

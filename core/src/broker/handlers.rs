@@ -640,16 +640,19 @@ impl Broker {
     pub(super) fn try_complete_delayed(&mut self, tp: &TopicPartition) {
         self.complete_coordinator_writes(tp);
         for key in self.purgatory.watching(tp) {
-            self.try_complete_key(key, false);
+            self.try_complete_key(key, false, Some(tp));
         }
     }
 
-    fn try_complete_key(&mut self, key: u64, expired: bool) {
+    /// Completes parked operation `key` if it is ready (or `expired`). `changed` names the
+    /// partition whose progress prompted the try, if one did: a parked fetch's pre-check
+    /// looks at it first, since it is the one most likely to have data now.
+    fn try_complete_key(&mut self, key: u64, expired: bool, changed: Option<&TopicPartition>) {
         let fetch_ready = match self.purgatory.get(key) {
             None => return,
             // Cheap pre-check on the parked fetch itself: only re-read when data is available
             // past the fetch offsets.
-            Some(Delayed::Fetch(f)) => expired || self.fetch_has_data(f),
+            Some(Delayed::Fetch(f)) => expired || self.fetch_has_data(f, changed),
             Some(Delayed::Produce(p)) => {
                 let mut p = p.clone();
                 self.check_produce(&mut p);
@@ -674,8 +677,12 @@ impl Broker {
         self.respond(f.from, f.id, resp);
     }
 
-    fn fetch_has_data(&self, f: &DelayedFetch) -> bool {
-        f.partitions.iter().any(|fp| {
+    /// Whether any partition of parked fetch `f` can be answered now. `changed`, if the
+    /// fetch reads it, is asked first: the answer is the same (every partition is a pure
+    /// look-up), but a fetch of many partitions woken by one of them usually stops there
+    /// instead of looking up every partition before it.
+    fn fetch_has_data(&self, f: &DelayedFetch, changed: Option<&TopicPartition>) -> bool {
+        let ready = |fp: &FetchPartition| {
             let Some(p) = self.partitions.get(&fp.tp) else {
                 return true; // answer with an error now
             };
@@ -688,19 +695,21 @@ impl Broker {
                 FetchIsolation::TxnCommitted => p.log.last_stable_offset(),
             };
             bound > fp.fetch_offset
-        })
+        };
+        let first = changed.and_then(|tp| f.partitions.iter().find(|fp| fp.tp == *tp));
+        first.is_some_and(ready) || f.partitions.iter().any(ready)
     }
 
     pub(super) fn expire_delayed(&mut self, key: u64) {
-        self.try_complete_key(key, true);
+        self.try_complete_key(key, true, None);
     }
 
     /// Completes parked operations of a partition this broker no longer leads.
     pub(super) fn fail_delayed_for(&mut self, tp: &TopicPartition) {
         for key in self.purgatory.watching(tp) {
-            self.try_complete_key(key, false);
+            self.try_complete_key(key, false, None);
             if let Some(Delayed::Fetch(_)) = self.purgatory.get(key) {
-                self.try_complete_key(key, true);
+                self.try_complete_key(key, true, None);
             }
         }
     }
@@ -724,7 +733,7 @@ impl Broker {
             {
                 w.error = Some(ErrorCode::NotLeaderOrFollower);
             }
-            self.try_complete_key(key, false);
+            self.try_complete_key(key, false, None);
         }
     }
 

@@ -164,13 +164,13 @@ impl Purgatory {
     /// Removes an operation.
     pub fn take(&mut self, key: u64) -> Option<Delayed> {
         let op = self.ops.remove(&key)?;
-        // A key is only in the watch lists of its own partitions (see `park`).
+        // A key is only in the watch lists of its own partitions (see `park`). A list left
+        // empty is kept: the partition's next park (a follower's fetch parks again as soon
+        // as it is answered) reuses it instead of allocating and inserting a new one. The
+        // lists number at most the partitions that ever had an operation parked.
         for tp in op.watched() {
             if let Some(keys) = self.watchers.get_mut(tp) {
                 keys.retain(|k| *k != key);
-                if keys.is_empty() {
-                    self.watchers.remove(tp);
-                }
             }
         }
         Some(op)
