@@ -208,9 +208,10 @@ impl PartialOrd for TopicPartition {
 }
 
 impl PartialEq for TopicPartition {
+    /// The index first (one compare); `Arc<str>`'s `==` already settles a shared allocation
+    /// by pointer before it reads the names.
     fn eq(&self, other: &Self) -> bool {
-        self.partition == other.partition
-            && (Arc::ptr_eq(&self.topic, &other.topic) || self.topic == other.topic)
+        self.partition == other.partition && self.topic == other.topic
     }
 }
 
@@ -280,6 +281,49 @@ mod tests {
         // Java: `Integer.MAX_VALUE - (1 - Integer.MIN_VALUE) + 1` wraps to -1.
         assert_eq!(Sequence(i32::MIN).decrement(1), Sequence(-1));
         assert_eq!(Sequence(-5).increment(3), Sequence(-2));
+    }
+
+    /// The hand-written `Ord`/`Eq`/`Hash` of `TopicPartition` agree with the derives they
+    /// replaced (name bytewise, then index), for interned keys and for struct literals that
+    /// bypass the interner alike.
+    #[derive(PartialEq, Eq, PartialOrd, Ord, Hash)]
+    struct Derived<'a>(&'a str, i32);
+
+    fn hash_of<T: Hash>(v: &T) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        v.hash(&mut h);
+        h.finish()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn topic_partition_orders_as_the_derive(
+            a in "[a-c_.é-]{0,4}", b in "[a-c_.é-]{0,4}", pa in -2i32..3, pb in -2i32..3,
+            literal in proptest::bool::ANY,
+        ) {
+            let x = TopicPartition::new(a.as_str(), pa);
+            let y = if literal {
+                TopicPartition { topic: Arc::from(b.as_str()), partition: pb }
+            } else {
+                TopicPartition::new(b.as_str(), pb)
+            };
+            let (dx, dy) = (Derived(&a, pa), Derived(&b, pb));
+            proptest::prop_assert_eq!(x.cmp(&y), dx.cmp(&dy));
+            proptest::prop_assert_eq!(x == y, dx == dy);
+            proptest::prop_assert_eq!(x.cmp(&x.clone()), Ordering::Equal);
+            if x == y {
+                proptest::prop_assert_eq!(hash_of(&x), hash_of(&y));
+            }
+        }
+    }
+
+    #[test]
+    fn interned_names_share_one_allocation() {
+        let (a, b) = (
+            TopicPartition::new("orders", 0),
+            TopicPartition::new(String::from("orders"), 1),
+        );
+        assert!(Arc::ptr_eq(&a.topic, &b.topic));
     }
 
     #[test]
