@@ -43,6 +43,14 @@ fn bench_prints_its_stable_lines_with_positive_figures() {
     for (k, v) in &scale {
         positive(k, v);
     }
+    let entries = fields(&stdout, "bench partition_entries scale=1 ");
+    assert_eq!(
+        entries.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+        ["per_event", "per_sim_s"]
+    );
+    for (k, v) in &entries {
+        positive(k, v);
+    }
     let floor = fields(&stdout, "bench floor ");
     assert_eq!(floor.len(), 1);
     assert_eq!(floor[0].0, "ratio");
@@ -120,4 +128,32 @@ fn the_floor_world_replays_the_reference_load() {
     assert_eq!(by_kind, m.messages(), "every message has a kind");
     positive("ratio", &m.ratio().to_string());
     positive("floor ratio", &floor.ratio().to_string());
+}
+
+#[test]
+fn bench_split_scales_the_rate_and_the_partitions_apart() {
+    // Scale 2 taken apart: with only the rate doubled a fetch names as many partitions per
+    // event as at scale 1; with only the partitions doubled it names more. Swapping the two
+    // plans, or scaling both in each, fails this.
+    let (code, stdout, stderr) = support::mirrorsim(&["bench", "--scales", "1,2", "--split"]);
+    assert_eq!(code, 0, "every world passes:\n{stdout}\n{stderr}");
+    let per_event = |prefix: &str| -> f64 {
+        let f = fields(&stdout, prefix);
+        assert_eq!(
+            f.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+            ["cost_per_event_ratio", "partition_entries_per_event"]
+        );
+        positive(f[0].0, f[0].1);
+        f[1].1.parse().expect("a number")
+    };
+    let rate = per_event("bench split scale=2 only=rate ");
+    let partitions = per_event("bench split scale=2 only=partitions ");
+    let base: f64 = fields(&stdout, "bench partition_entries scale=1 ")[0]
+        .1
+        .parse()
+        .expect("a number");
+    assert!(
+        partitions > 1.3 * base && rate < 1.3 * base,
+        "entries per event: base {base}, rate only {rate}, partitions only {partitions}"
+    );
 }

@@ -24,7 +24,15 @@ use measure::Measurement;
 /// an isolation, then the liveness phase (the mirror must converge).
 #[must_use]
 pub fn reference_plan(scale: u32) -> ChaosPlan {
-    let partitions = 4 * i32::try_from(scale).unwrap_or(1);
+    scaled_plan(scale, scale)
+}
+
+/// The reference world with its partitions scaled by `partitions_k` and its producers' rate
+/// by `rate_k` (`bench --split` scales one without the other, to tell which of the two the
+/// cost per event grows with).
+#[must_use]
+pub fn scaled_plan(partitions_k: u32, rate_k: u32) -> ChaosPlan {
+    let partitions = 4 * i32::try_from(partitions_k).unwrap_or(1);
     let topics = (0..2)
         .map(|i| TopicPlan {
             name: format!("t{i}"),
@@ -37,13 +45,13 @@ pub fn reference_plan(scale: u32) -> ChaosPlan {
         ClientPlan::Producer {
             topic: 0,
             acks: -1,
-            rate: 500 * scale,
+            rate: 500 * rate_k,
             max_in_flight: 5,
         },
         ClientPlan::Producer {
             topic: 1,
             acks: -1,
-            rate: 500 * scale,
+            rate: 500 * rate_k,
             max_in_flight: 5,
         },
         ClientPlan::Consumer {
@@ -101,6 +109,15 @@ pub fn reference_plan(scale: u32) -> ChaosPlan {
 /// Runs the reference world of `plan` and then its floor: one [`Measurement`]. The
 /// process's peak memory is reset first (where Linux allows), so the peak is this run's.
 pub fn measure(scale: u32, plan: ChaosPlan) -> Result<Measurement, floor::FloorError> {
+    measure_with(scale, plan, true)
+}
+
+/// [`measure`], with the floor runs only if `with_floor`.
+fn measure_with(
+    scale: u32,
+    plan: ChaosPlan,
+    with_floor: bool,
+) -> Result<Measurement, floor::FloorError> {
     let net = plan
         .net
         .as_ref()
@@ -112,8 +129,8 @@ pub fn measure(scale: u32, plan: ChaosPlan) -> Result<Measurement, floor::FloorE
     let wall_seconds = start.elapsed().as_secs_f64();
     let peak_mib = super::memory::peak_resident_mib();
     let floor = match &o.report {
-        Some(r) => Some(floor_median(&FloorLoad::of(r, net, seed))?),
-        None => None,
+        Some(r) if with_floor => Some(floor_median(&FloorLoad::of(r, net, seed))?),
+        _ => None,
     };
     let report = o.report.unwrap_or_else(|| crate::world::RunReport {
         seed,
@@ -151,8 +168,10 @@ fn floor_median(load: &FloorLoad) -> Result<floor::FloorRun, floor::FloorError> 
 }
 
 /// Runs the benchmark for the comma-separated `scales`; `json` prints one JSON object
-/// instead of the tables and lines. Exit code 1 if a reference run did not pass.
-pub fn run(scales: &str, json: bool) -> Result<i32, super::CliError> {
+/// instead of the tables and lines; `split` also runs, for every scale after the first, the
+/// world with only its rate and the world with only its partitions scaled
+/// ([`measure::Split`]). Exit code 1 if a reference run did not pass.
+pub fn run(scales: &str, json: bool, split: bool) -> Result<i32, super::CliError> {
     let scales: Vec<u32> = scales
         .split(',')
         .map(|s| s.trim().parse::<u32>().ok().filter(|n| *n > 0))
@@ -178,12 +197,29 @@ pub fn run(scales: &str, json: bool) -> Result<i32, super::CliError> {
         println!();
     }
     let mut ms = Vec::new();
-    for k in scales {
+    for &k in &scales {
         ms.push(measure(k, reference_plan(k))?);
     }
-    let code = i32::from(ms.iter().any(|m| m.verdict != "pass"));
+    let mut splits = Vec::new();
+    if split && let Some(&base) = scales.first() {
+        for &k in scales.iter().skip(1) {
+            splits.push(measure::Split {
+                rate_only: measure_with(k, scaled_plan(base, k), false)?,
+                partitions_only: measure_with(k, scaled_plan(k, base), false)?,
+            });
+        }
+    }
+    let code = i32::from(
+        ms.iter()
+            .chain(
+                splits
+                    .iter()
+                    .flat_map(|s| [&s.rate_only, &s.partitions_only]),
+            )
+            .any(|m| m.verdict != "pass"),
+    );
     if json {
-        println!("{}", measure::json_all(&ms));
+        println!("{}", measure::json_all(&ms, &splits));
         return Ok(code);
     }
     let print = |lines: Vec<String>| lines.iter().for_each(|l| println!("{l}"));
@@ -204,5 +240,9 @@ pub fn run(scales: &str, json: bool) -> Result<i32, super::CliError> {
         println!("{l}");
     }
     print(measure::cost_lines(&ms));
+    print(ms.iter().map(Measurement::partition_entries_line).collect());
+    if let Some(base) = ms.first() {
+        print(splits.iter().flat_map(|s| s.lines(base)).collect());
+    }
     Ok(code)
 }

@@ -264,6 +264,10 @@ pub enum Command {
         /// Print one JSON object with every figure instead of the tables and lines.
         #[arg(long)]
         json: bool,
+        /// Also run each scale after the first with only its rate and with only its
+        /// partitions scaled, and print the cost per event of each (what the growth is made of).
+        #[arg(long)]
+        split: bool,
     },
 }
 
@@ -402,7 +406,11 @@ pub fn run(cli: Cli) -> i32 {
             jobs,
         }) => jobs::resolve(jobs)
             .and_then(|j| compare::run(&designs, &seeds, !no_shrink, json, &out, j)),
-        Some(Command::Bench { scales, json }) => bench::run(&scales, json),
+        Some(Command::Bench {
+            scales,
+            json,
+            split,
+        }) => bench::run(&scales, json, split),
         Some(Command::Merge { files, json, known }) => known
             .as_deref()
             .map(known::load)

@@ -15,6 +15,13 @@ pub trait MessageKind {
             part: Part::Other,
         }
     }
+
+    /// Partition entries it carries (a fetch request's or response's partitions), for the
+    /// counters: a follower's fetch names every partition it follows from that leader, so
+    /// this, not the message count, is what grows with the number of partitions.
+    fn partitions(&self) -> usize {
+        0
+    }
 }
 
 /// What a message is, for the counters: fixed strings and enums, so classifying a message

@@ -143,6 +143,8 @@ pub struct LinkStats {
     pub bytes_sent: u64,
     /// Bytes delivered.
     pub bytes_delivered: u64,
+    /// Partition entries of the messages sent ([`MessageKind::partitions`]).
+    pub partitions_sent: u64,
 }
 
 impl LinkStats {
@@ -155,6 +157,7 @@ impl LinkStats {
         self.dropped_reset += o.dropped_reset;
         self.bytes_sent += o.bytes_sent;
         self.bytes_delivered += o.bytes_delivered;
+        self.partitions_sent += o.partitions_sent;
     }
 }
 
@@ -261,6 +264,7 @@ impl<M: WireSize + MessageKind + 'static> Network<M> {
         let now = Instant::now();
         let bytes = msg.wire_size() as u64;
         let kind = KindKey::new(msg.kind(), from, to);
+        let partitions = msg.partitions() as u64;
         let mut guard = lock(&self.inner);
         let r = &mut *guard;
         let seq = r.next_seq;
@@ -275,6 +279,7 @@ impl<M: WireSize + MessageKind + 'static> Network<M> {
         r.count((from, to), kind, |s| {
             s.sent += 1;
             s.bytes_sent += bytes;
+            s.partitions_sent += partitions;
         });
         r.record(&env, now, NetEventKind::Sent { bytes });
         let (Some(from_incarnation), Some(to_incarnation)) =

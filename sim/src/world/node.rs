@@ -69,6 +69,15 @@ impl MessageKind for Wire {
             }
         }
     }
+
+    fn partitions(&self) -> usize {
+        use mirror_core::protocol::{Request, Response};
+        match &self.message {
+            Message::Request(Request::Fetch { partitions, .. }) => partitions.len(),
+            Message::Response(Response::Fetch { partitions, .. }) => partitions.len(),
+            Message::Request(_) | Message::Response(_) => 0,
+        }
+    }
 }
 
 /// Everything a node factory gets to build one incarnation of a node.

@@ -495,3 +495,65 @@ fn run_seed_returns_panics_time_limits_and_stuck_nodes_as_errors() {
     );
     assert_eq!(run_seed(1, || async { 5 }), Ok(5));
 }
+
+#[test]
+fn a_fetch_counts_its_partition_entries_and_other_messages_none() {
+    // Goal: `bench`'s partition entries count what a fetch names, request and response, so
+    // the per-event growth with the number of partitions is measured, not guessed.
+    use crate::net::MessageKind;
+    use mirror_core::protocol::messages::{FetchPartition, FetchPartitionResponse};
+    use mirror_core::protocol::{ErrorCode, Request, Response};
+    use mirror_core::replication::fetch_leader::FetchIsolation;
+    use mirror_core::types::{Offset, TopicPartition};
+    let tps: Vec<TopicPartition> = (0..3).map(|p| TopicPartition::new("t", p)).collect();
+    let request = Wire {
+        id: 1,
+        message: Message::Request(Request::Fetch {
+            replica: None,
+            max_wait_ms: 500,
+            min_bytes: 1,
+            max_bytes: 1024,
+            isolation: FetchIsolation::HighWatermark,
+            partitions: tps
+                .iter()
+                .map(|tp| FetchPartition {
+                    tp: tp.clone(),
+                    fetch_offset: Offset(0),
+                    current_leader_epoch: None,
+                    last_fetched_epoch: None,
+                    log_start_offset: Offset(-1),
+                    topic_id: None,
+                })
+                .collect(),
+        }),
+    };
+    assert_eq!(request.partitions(), 3);
+    let response = Wire {
+        id: 1,
+        message: Message::Response(Response::Fetch {
+            error: ErrorCode::None,
+            partitions: tps[..2]
+                .iter()
+                .map(|tp| FetchPartitionResponse {
+                    tp: tp.clone(),
+                    error: ErrorCode::None,
+                    high_watermark: Offset(0),
+                    last_stable_offset: Offset(0),
+                    log_start_offset: Offset(0),
+                    diverging_epoch: None,
+                    aborted_transactions: None,
+                    batches: Vec::new(),
+                })
+                .collect(),
+        }),
+    };
+    assert_eq!(response.partitions(), 2);
+    let other = Wire {
+        id: 2,
+        message: Message::Response(Response::Fetch {
+            error: ErrorCode::StaleBrokerEpoch,
+            partitions: Vec::new(),
+        }),
+    };
+    assert_eq!(other.partitions(), 0);
+}

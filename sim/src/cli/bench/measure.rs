@@ -68,6 +68,34 @@ impl Measurement {
         self.messages() as f64 / self.sim_seconds.max(1e-9)
     }
 
+    /// Partition entries of the fetch requests and responses sent
+    /// ([`crate::net::MessageKind::partitions`]).
+    #[must_use]
+    pub fn partition_entries(&self) -> u64 {
+        self.stats.net.total().partitions_sent
+    }
+
+    /// Fetch partition entries per trace event: the per-event work that grows with the number
+    /// of partitions (a follower's fetch names every partition it follows from that leader,
+    /// with or without new data; Kafka's fetch sessions, KIP-227, which this model does not
+    /// have, would leave unchanged partitions out of the messages, though the leader still
+    /// reads each of them).
+    #[must_use]
+    pub fn partition_entries_per_event(&self) -> f64 {
+        self.partition_entries() as f64 / (self.events.max(1) as f64)
+    }
+
+    /// `bench partition_entries scale=N per_event=P per_sim_s=S`.
+    #[must_use]
+    pub fn partition_entries_line(&self) -> String {
+        format!(
+            "bench partition_entries scale={} per_event={:.2} per_sim_s={:.0}",
+            self.scale,
+            self.partition_entries_per_event(),
+            self.partition_entries() as f64 / self.sim_seconds.max(1e-9)
+        )
+    }
+
     /// The reference ratio over the floor's.
     #[must_use]
     pub fn of_floor(&self) -> Option<f64> {
@@ -114,6 +142,7 @@ impl Measurement {
                     "delivered": s.delivered,
                     "dropped": dropped(s),
                     "sent_per_sim_s": per_s(s.sent),
+                    "partitions_sent": s.partitions_sent,
                 })
             })
             .collect();
@@ -129,6 +158,8 @@ impl Measurement {
             "messages": self.messages(),
             "delivered": self.stats.net.total().delivered,
             "messages_per_sim_s": self.messages_per_sim_s(),
+            "partition_entries": self.partition_entries(),
+            "partition_entries_per_event": self.partition_entries_per_event(),
             "timers": timers_json(&self.stats.timers),
             "peak_mib": self.peak_mib,
             "kinds": kinds,
@@ -211,9 +242,55 @@ pub fn floor_line(ms: &[Measurement]) -> Option<String> {
     Some(format!("bench floor ratio={:.1}", f.ratio()))
 }
 
+/// `bench --split`: one scale-up's reference world taken apart, the rate scaled with the base
+/// scale's partitions and the partitions scaled with the base scale's rate (no floor runs).
+#[derive(Clone, Debug)]
+pub struct Split {
+    /// The rate scaled, the partitions of the base scale.
+    pub rate_only: Measurement,
+    /// The partitions scaled, the rate of the base scale.
+    pub partitions_only: Measurement,
+}
+
+impl Split {
+    /// `bench split scale=N only=rate|partitions cost_per_event_ratio=C partition_entries_per_event=P`,
+    /// the cost per event over `base`'s.
+    #[must_use]
+    pub fn lines(&self, base: &Measurement) -> Vec<String> {
+        [("rate", &self.rate_only), ("partitions", &self.partitions_only)]
+            .into_iter()
+            .map(|(only, m)| {
+                format!(
+                    "bench split scale={} only={only} cost_per_event_ratio={:.2} partition_entries_per_event={:.2}",
+                    m.scale,
+                    m.cost_per_event() / base.cost_per_event().max(1e-18),
+                    m.partition_entries_per_event()
+                )
+            })
+            .collect()
+    }
+
+    fn json(&self, base: &Measurement) -> Value {
+        let one = |m: &Measurement| {
+            json!({
+                "events": m.events,
+                "wall_seconds": m.wall_seconds,
+                "cost_per_event_ratio": m.cost_per_event() / base.cost_per_event().max(1e-18),
+                "partition_entries_per_event": m.partition_entries_per_event(),
+                "verdict": m.verdict,
+            })
+        };
+        json!({
+            "scale": self.rate_only.scale,
+            "rate_only": one(&self.rate_only),
+            "partitions_only": one(&self.partitions_only),
+        })
+    }
+}
+
 /// The whole run as one JSON object (`bench --json`).
 #[must_use]
-pub fn json_all(ms: &[Measurement]) -> Value {
+pub fn json_all(ms: &[Measurement], splits: &[Split]) -> Value {
     let cost: Vec<Value> = cost_ratios(ms)
         .into_iter()
         .map(|(n, base, c)| json!({ "scale": n, "vs": base, "ratio": c }))
@@ -227,6 +304,7 @@ pub fn json_all(ms: &[Measurement]) -> Value {
         "scales": ms.iter().map(Measurement::json).collect::<Vec<_>>(),
         "floor": floor,
         "cost_per_event": cost,
+        "split": ms.first().map(|base| splits.iter().map(|s| s.json(base)).collect::<Vec<_>>()),
     })
 }
 
@@ -307,16 +385,21 @@ pub fn kind_table(m: &Measurement) -> Vec<String> {
     let per_s = |n: u64| n as f64 / m.sim_seconds.max(1e-9);
     let total = m.messages().max(1) as f64;
     let row = |api: &str, part: &str, route: &str, s: &LinkStats| {
+        let parts = if s.partitions_sent == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}", s.partitions_sent as f64 / s.sent.max(1) as f64)
+        };
         format!(
-            "{api:<22} {part:<16} {route:<14} {:>10.1} {:>6.1}% {:>8}",
+            "{api:<22} {part:<16} {route:<14} {:>10.1} {:>6.1}% {:>8} {parts:>10}",
             per_s(s.sent),
             100.0 * s.sent as f64 / total,
             dropped(s),
         )
     };
     let mut out = vec![format!(
-        "{:<22} {:<16} {:<14} {:>10} {:>7} {:>8}",
-        "api", "part", "route", "sent/sim s", "share", "dropped"
+        "{:<22} {:<16} {:<14} {:>10} {:>7} {:>8} {:>10}",
+        "api", "part", "route", "sent/sim s", "share", "dropped", "parts/msg"
     )];
     let (mut rest, mut rest_kinds) = (LinkStats::default(), 0);
     for (k, s) in m.kind_rows() {
@@ -360,6 +443,54 @@ mod tests {
             ["bench cost_per_event scale=10 vs scale=1 ratio=2.00"]
         );
         assert!(cost_lines(&ms[..1]).is_empty());
+    }
+
+    #[test]
+    fn partition_entries_are_counted_per_event_and_per_simulated_second() {
+        let mut m = at(10, 2.0, 4_000);
+        let link = (
+            mirror_core::protocol::NodeId::controller(mirror_core::protocol::ClusterIdx(0)),
+            mirror_core::protocol::NodeId::controller(mirror_core::protocol::ClusterIdx(1)),
+        );
+        m.stats.net.links.insert(
+            link,
+            LinkStats {
+                sent: 100,
+                partitions_sent: 6_000,
+                ..LinkStats::default()
+            },
+        );
+        assert_eq!(
+            m.partition_entries_line(),
+            "bench partition_entries scale=10 per_event=1.50 per_sim_s=100"
+        );
+    }
+
+    #[test]
+    fn a_split_compares_each_half_with_the_base_scale() {
+        // Base: 1 µs per event. Rate only: the same cost per event; partitions only: twice it.
+        let base = at(1, 1.0, 1_000_000);
+        let split = Split {
+            rate_only: at(10, 10.0, 10_000_000),
+            partitions_only: at(10, 2.0, 1_000_000),
+        };
+        assert_eq!(
+            split.lines(&base),
+            [
+                "bench split scale=10 only=rate cost_per_event_ratio=1.00 partition_entries_per_event=0.00",
+                "bench split scale=10 only=partitions cost_per_event_ratio=2.00 partition_entries_per_event=0.00",
+            ]
+        );
+        let j = json_all(std::slice::from_ref(&base), &[split]);
+        assert_eq!(
+            j["split"][0]["partitions_only"]["cost_per_event_ratio"],
+            2.0
+        );
+        assert!(
+            json_all(&[base], &[])["split"]
+                .as_array()
+                .is_some_and(Vec::is_empty)
+        );
     }
 
     #[test]
