@@ -522,7 +522,9 @@ impl Broker {
             aborted_transactions: None,
             batches: Vec::new(),
         };
-        let Some(p) = self.partitions.get(&fp.tp) else {
+        // One look-up serves the read and the follower's bookkeeping after it: a follower's
+        // fetch names every partition it follows from this leader, most with nothing new.
+        let Some(p) = self.partitions.get_mut(&fp.tp) else {
             let unknown = self.unknown_or_not_leader(&fp.tp);
             return empty(unknown, Offset(-1), Offset(-1), Offset(-1));
         };
@@ -592,48 +594,33 @@ impl Broker {
                 if let Some((follower, broker_epoch)) = op.replica
                     && resp.error.is_ok()
                 {
-                    self.on_follower_fetch(
-                        &fp.tp,
+                    // Leader bookkeeping after a follower fetch (Kafka:
+                    // `Partition.fetchRecords` → `updateFollowerFetchState`,
+                    // `maybeExpandIsr`, `maybeIncrementLeaderHW`).
+                    let new_isr = p.update_follower_fetch_state(
                         follower,
                         fp.fetch_offset,
                         fp.log_start_offset,
                         broker_epoch,
+                        self.image.broker_epoch(follower),
+                        self.image.is_broker_active(follower),
+                        self.now.as_millis(),
                     );
+                    // The HW never passes the LEO: at the LEO `maybe_increment_hw` returns
+                    // at once, and only an ISR proposal (which moves neither) runs between.
+                    let hw_below_leo = p.log.high_watermark() < p.log.log_end_offset();
+                    let proposed = new_isr.is_some();
+                    if let Some(new_isr) = new_isr {
+                        self.propose_isr(&fp.tp, new_isr);
+                    }
+                    if hw_below_leo || proposed {
+                        self.maybe_increment_hw(&fp.tp);
+                    }
+                    self.mirror_on_follower_progress(&fp.tp);
                 }
                 resp
             }
         }
-    }
-
-    /// Leader bookkeeping after a follower fetch (Kafka: `Partition.fetchRecords` →
-    /// `updateFollowerFetchState`, `maybeExpandIsr`, `maybeIncrementLeaderHW`).
-    fn on_follower_fetch(
-        &mut self,
-        tp: &TopicPartition,
-        follower: BrokerId,
-        fetch_offset: Offset,
-        follower_start: Offset,
-        broker_epoch: i64,
-    ) {
-        let now_ms = self.now.as_millis();
-        let cached = self.image.broker_epoch(follower);
-        let eligible = self.image.is_broker_active(follower);
-        let Some(p) = self.partitions.get_mut(tp) else {
-            return;
-        };
-        if let Some(new_isr) = p.update_follower_fetch_state(
-            follower,
-            fetch_offset,
-            follower_start,
-            broker_epoch,
-            cached,
-            eligible,
-            now_ms,
-        ) {
-            self.propose_isr(tp, new_isr);
-        }
-        self.maybe_increment_hw(tp);
-        self.mirror_on_follower_progress(tp);
     }
 
     /// Tries to complete parked operations that watch `tp`.

@@ -256,6 +256,12 @@ impl PartState {
         self.queue.iter().any(|b| b.stamp.is_some())
     }
 
+    /// Nothing for a per-step pass to do here: no batch and no pending drain. A pass that
+    /// visits an idle partition changes nothing and plans no timer.
+    fn is_idle(&self) -> bool {
+        self.queue.is_empty() && !self.draining
+    }
+
     /// Counts sequences for `pair` from 0.
     fn start_sequences(&mut self, pair: (ProducerId, ProducerEpoch)) {
         self.pair = Some(pair);
@@ -265,14 +271,22 @@ impl PartState {
 }
 
 /// The partitions a producer writes, in partition order: looked up by partition (a binary
-/// search over a few `i32`s) and walked by index in the per-step passes, which touch every
-/// partition on every step.
+/// search over a few `i32`s) and walked by index in the per-step passes, which visit only
+/// the partitions that may have work ([`Parts::next_busy`]).
 #[derive(Clone, Debug, Default)]
 struct Parts {
     /// Partition numbers, ascending, each once.
     ids: Vec<i32>,
     /// `states[k]` belongs to `ids[k]`.
     states: Vec<PartState>,
+    /// Indices of partitions that may not be idle ([`PartState::is_idle`]): a superset of
+    /// the busy ones. A partition stops being idle only by a queued batch or a drain, and
+    /// both mark it ([`Parts::mark_busy`]); the passes drop the idle ones they meet. So a
+    /// pass that walks this set in index order does what a walk of every partition did
+    /// (visiting an idle partition does nothing), at the cost of the busy ones only: a
+    /// producer of many partitions has work on a few at a time. A bit set (bit `k % 64` of
+    /// word `k / 64`), so the walk is a few word scans.
+    busy: Vec<u64>,
 }
 
 impl Parts {
@@ -282,11 +296,51 @@ impl Parts {
         ids.sort_unstable();
         ids.dedup();
         let states = ids.iter().map(|_| PartState::default()).collect();
-        Self { ids, states }
+        let busy = vec![0; ids.len().div_ceil(64)];
+        Self { ids, states, busy }
     }
 
-    fn len(&self) -> usize {
-        self.ids.len()
+    /// Marks partition `p` as possibly busy: before a batch is queued on it or a drain set.
+    fn mark_busy(&mut self, p: i32) {
+        if let Ok(k) = self.ids.binary_search(&p) {
+            self.busy[k / 64] |= 1 << (k % 64);
+        }
+    }
+
+    /// The first marked index at or after `from`.
+    fn next_marked(&self, from: usize) -> Option<usize> {
+        let mut w = from / 64;
+        let mut bits = self.busy.get(w)? & (u64::MAX << (from % 64));
+        loop {
+            if bits != 0 {
+                return Some(w * 64 + bits.trailing_zeros() as usize);
+            }
+            w += 1;
+            bits = *self.busy.get(w)?;
+        }
+    }
+
+    /// The first index at or after `from` that may be busy, forgetting the idle ones found
+    /// before it.
+    fn next_busy(&mut self, mut from: usize) -> Option<usize> {
+        loop {
+            let k = self.next_marked(from)?;
+            if !self.states[k].is_idle() {
+                return Some(k);
+            }
+            self.busy[k / 64] &= !(1 << (k % 64));
+            from = k + 1;
+        }
+    }
+
+    /// The states that may be busy, in partition order.
+    fn busy_states(&self) -> impl Iterator<Item = &PartState> {
+        let mut from = 0;
+        std::iter::from_fn(move || {
+            let k = self.next_marked(from)?;
+            from = k + 1;
+            Some(&self.states[k])
+        })
     }
 
     /// The partition number at index `k`.
@@ -702,6 +756,7 @@ impl Producer {
             maybe_written: false,
         };
         self.queued_records += batch.values.len();
+        self.parts.mark_busy(p);
         self.parts
             .get_mut(&p)
             .expect("partition_state_exists: open batches are on configured partitions")
@@ -799,12 +854,13 @@ impl Producer {
             _ if self.transactional() => return,
             _ => None,
         };
-        for k in 0..self.parts.len() {
+        let mut next = self.parts.next_busy(0);
+        while let Some(k) = next {
             let p = self.parts.id(k);
-            if added.as_ref().is_some_and(|a| !a.contains(&p)) {
-                continue;
+            if added.as_ref().is_none_or(|a| a.contains(&p)) {
+                self.send_partition(now, k, producer);
             }
-            self.send_partition(now, k, producer);
+            next = self.parts.next_busy(k + 1);
         }
     }
 
@@ -921,7 +977,8 @@ impl Producer {
     /// their request completes or times out).
     fn expire_batches(&mut self, now: Instant) {
         let timeout = self.cfg.delivery_timeout_ms;
-        for k in 0..self.parts.len() {
+        let mut next = self.parts.next_busy(0);
+        while let Some(k) = next {
             let p = self.parts.id(k);
             loop {
                 let state = self.parts.at(k);
@@ -937,6 +994,7 @@ impl Producer {
                     _ => break,
                 }
             }
+            next = self.parts.next_busy(k + 1);
         }
     }
 
@@ -948,6 +1006,7 @@ impl Producer {
     /// Fails the batch at `pos` of `p`'s queue. `unknown_outcome`: it may have been written.
     fn fail_at(&mut self, p: i32, pos: usize, error: ErrorCode, unknown_outcome: bool) {
         let tp = self.tp(p);
+        self.parts.mark_busy(p); // it may start draining below
         let current = self.producer_id_and_epoch();
         let state = self.parts.get_mut(&p).expect("partition state");
         let Some(batch) = state.remove(pos) else {
@@ -1379,6 +1438,7 @@ impl Producer {
         }
         let backoff = self.cfg.retry_backoff_ms;
         let timeout = self.cfg.delivery_timeout_ms;
+        self.parts.mark_busy(p); // it may start draining below
         let Some(state) = self.parts.get_mut(&p) else {
             return;
         };
@@ -1419,7 +1479,7 @@ impl Producer {
         if self.may_generate() {
             consider(self.next_gen_at.unwrap_or(Instant::ZERO));
         }
-        for s in self.parts.values() {
+        for s in self.parts.busy_states() {
             if let Some(b) = s.queue.iter().find(|b| !b.in_flight) {
                 consider(b.retry_at);
             }
@@ -1467,5 +1527,67 @@ impl Node for Producer {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.next_timer()
+    }
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+
+    #[test]
+    fn the_busy_walk_crosses_words_of_the_bit_set() {
+        let ids: Vec<i32> = (0..130).collect();
+        let mut parts = Parts::new(&ids);
+        for p in [0, 63, 64, 129] {
+            parts.mark_busy(p);
+            parts.get_mut(&p).expect("partition").draining = true;
+        }
+        let mut seen = Vec::new();
+        let mut next = parts.next_busy(0);
+        while let Some(k) = next {
+            seen.push(parts.id(k));
+            next = parts.next_busy(k + 1);
+        }
+        assert_eq!(seen, [0, 63, 64, 129]);
+        assert_eq!(parts.next_busy(130), None);
+    }
+
+    #[test]
+    fn the_busy_walk_visits_partitions_with_work_in_order_and_forgets_idle_ones() {
+        // Goal: the per-step passes walk `next_busy`, so it must return every partition
+        // with a drain or a batch, in partition order, and nothing else.
+        let mut parts = Parts::new(&[3, 1, 2, 0]);
+        assert_eq!(parts.next_busy(0), None, "new partitions are idle");
+        parts.mark_busy(2);
+        parts.mark_busy(9); // not a partition of this producer: ignored
+        assert_eq!(
+            parts.next_busy(0),
+            None,
+            "marked but idle: dropped on the walk"
+        );
+        assert!(parts.busy.iter().all(|w| *w == 0));
+        for p in [3, 1] {
+            parts.mark_busy(p);
+            parts.get_mut(&p).expect("partition").draining = true;
+        }
+        parts.mark_busy(0); // idle
+        let walk = |parts: &mut Parts| {
+            let mut seen = Vec::new();
+            let mut next = parts.next_busy(0);
+            while let Some(k) = next {
+                seen.push(parts.id(k));
+                next = parts.next_busy(k + 1);
+            }
+            seen
+        };
+        assert_eq!(walk(&mut parts), [1, 3]);
+        assert_eq!(
+            parts.busy_states().count(),
+            2,
+            "the idle partition 0 was forgotten"
+        );
+        assert_eq!(parts.busy_states().filter(|s| s.draining).count(), 2);
+        parts.get_mut(&1).expect("partition").draining = false;
+        assert_eq!(walk(&mut parts), [3]);
     }
 }
