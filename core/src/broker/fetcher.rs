@@ -374,6 +374,10 @@ impl Broker {
         req_epoch: LeaderEpoch,
         resp: FetchPartitionResponse,
     ) {
+        if resp.error.is_ok() && resp.diverging_epoch.is_none() && resp.batches.is_empty() {
+            self.process_fetch_offsets(leader, req_offset, req_epoch, &resp);
+            return;
+        }
         let tp = resp.tp.clone();
         // Kafka: a response for a stale request (fetch offset or epoch moved) is ignored.
         let Some(part) = self.part(leader, &tp) else {
@@ -399,6 +403,52 @@ impl Broker {
                 self.timers
                     .set_if_earlier(TimerId::FetchBackoff(leader), backoff);
             }
+        }
+    }
+
+    /// [`Self::on_fetch_partition`] for an answer without an error, a divergence or a batch
+    /// (most partitions of a follower's fetch: it names every partition it follows): the
+    /// leader's HW and log start only. The steps of the general path (`process_fetch_data`
+    /// with no batch), with one look-up in each map instead of three.
+    fn process_fetch_offsets(
+        &mut self,
+        leader: BrokerId,
+        req_offset: Offset,
+        req_epoch: LeaderEpoch,
+        resp: &FetchPartitionResponse,
+    ) {
+        let tp = &resp.tp;
+        let Some(part) = self
+            .fetchers
+            .get_mut(&leader)
+            .and_then(|f| f.partitions.get_mut(tp))
+        else {
+            return;
+        };
+        // Kafka: a response for a stale request (fetch offset or epoch moved) is ignored.
+        if part.state.fetch_offset() != req_offset || part.current_leader_epoch != req_epoch {
+            return;
+        }
+        let Some(p) = self.partitions.get_mut(tp) else {
+            return;
+        };
+        let hw_before = p.log.high_watermark();
+        let new_hw = p.log.maybe_update_high_watermark(resp.high_watermark);
+        let ls_target = resp.log_start_offset.min(p.log.high_watermark());
+        let ls_moved = p
+            .log
+            .maybe_increment_log_start_offset(ls_target)
+            .unwrap_or(false);
+        // Before the steps below, which queue outputs and never read the fetch state.
+        part.state = p.fetching_from_log_end();
+        if let Some(hw) = new_hw.filter(|h| *h != hw_before) {
+            self.emit(Event::HighWatermarkChanged {
+                tp: tp.clone(),
+                high_watermark: hw,
+            });
+        }
+        if ls_moved {
+            self.after_log_start_moved(tp);
         }
     }
 

@@ -317,3 +317,13 @@ fn a_decreasing_leader_epoch_is_a_broken_invariant() {
     next.partition_epoch += 1;
     check_partition_transition(&prev, &next);
 }
+
+#[test]
+fn a_registration_with_a_broker_twice_in_its_isr_is_refused() {
+    check_registration(&reg(&[1, 2, 3], &[1, 2, 3], Some(1), 0));
+    let twice =
+        std::panic::catch_unwind(|| check_registration(&reg(&[1, 2, 3], &[1, 3, 1], Some(1), 0)));
+    let msg = twice.expect_err("a repeated ISR member must fail the check");
+    let text = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(text.starts_with("isr_distinct"), "{text}");
+}
