@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::broker::{Broker, Pending};
 use super::output::{Event, TruncationCause};
+use super::partition::Partition;
 use super::timers::TimerId;
 use crate::protocol::messages::{
     FetchPartition, FetchPartitionResponse, ListOffsetsPartitionResponse, OffsetSpec,
@@ -433,12 +434,7 @@ impl Broker {
             return;
         };
         let hw_before = p.log.high_watermark();
-        let new_hw = p.log.maybe_update_high_watermark(resp.high_watermark);
-        let ls_target = resp.log_start_offset.min(p.log.high_watermark());
-        let ls_moved = p
-            .log
-            .maybe_increment_log_start_offset(ls_target)
-            .unwrap_or(false);
+        let (new_hw, ls_moved) = take_leader_offsets(p, resp);
         // Before the steps below, which queue outputs and never read the fetch state.
         part.state = p.fetching_from_log_end();
         if let Some(hw) = new_hw.filter(|h| *h != hw_before) {
@@ -534,13 +530,7 @@ impl Broker {
         let (new_hw, ls_moved) = if failed {
             (None, false)
         } else {
-            let new_hw = p.log.maybe_update_high_watermark(resp.high_watermark);
-            let ls_target = resp.log_start_offset.min(p.log.high_watermark());
-            let ls_moved = p
-                .log
-                .maybe_increment_log_start_offset(ls_target)
-                .unwrap_or(false);
-            (new_hw, ls_moved)
+            take_leader_offsets(p, &resp)
         };
         let state = p.fetching_from_log_end();
         self.io(io);
@@ -679,4 +669,17 @@ impl Broker {
         self.timers
             .set_if_earlier(TimerId::FetchBackoff(leader), backoff);
     }
+}
+
+/// A follower takes the leader's HW, then its log start (capped at the new HW) from a fetch
+/// answer (Kafka `ReplicaFetcherThread.processPartitionData`): the new HW if it moved, and
+/// whether the log start moved.
+fn take_leader_offsets(p: &mut Partition, resp: &FetchPartitionResponse) -> (Option<Offset>, bool) {
+    let new_hw = p.log.maybe_update_high_watermark(resp.high_watermark);
+    let ls_target = resp.log_start_offset.min(p.log.high_watermark());
+    let ls_moved = p
+        .log
+        .maybe_increment_log_start_offset(ls_target)
+        .unwrap_or(false);
+    (new_hw, ls_moved)
 }
