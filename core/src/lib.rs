@@ -10,6 +10,8 @@
 //! - [`replication`]: the leader side of Fetch, the follower truncation rule, HW advance and
 //!   ISR expand/shrink, as pure functions.
 //! - [`protocol`]: error codes.
+//! - [`keyed_map`]: ordered maps found by hash, for the per-partition maps searched per
+//!   fetch entry.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -19,6 +21,7 @@ pub mod controller;
 pub mod coordinator;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
+pub mod keyed_map;
 pub mod log;
 pub mod mirror;
 pub mod protocol;

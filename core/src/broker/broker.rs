@@ -19,6 +19,7 @@ use super::purgatory::Purgatory;
 use super::recovery::{self, LoadedPartition, RecoveryScan};
 use super::storage;
 use super::timers::{TimerId, Timers};
+use crate::keyed_map::PartitionMap;
 use crate::protocol::{ClusterIdx, CorrelationId, NodeId, NodeRole, Request, Response};
 use crate::time::Instant;
 use crate::types::{BrokerId, Offset, TopicPartition};
@@ -111,7 +112,7 @@ pub struct Broker {
     pub(super) broker_epoch: i64,
     pub(super) image: MetadataImage,
     pub(super) fetch_metadata_in_flight: bool,
-    pub(super) partitions: BTreeMap<TopicPartition, Partition>,
+    pub(super) partitions: PartitionMap<Partition>,
     /// Logs found on disk at start-up, waiting for metadata to say they are ours.
     pub(super) recovered: BTreeMap<TopicPartition, LoadedPartition>,
     pub(super) hw_checkpoint: BTreeMap<TopicPartition, Offset>,
@@ -155,7 +156,7 @@ impl Broker {
             broker_epoch: -1,
             image: MetadataImage::new(),
             fetch_metadata_in_flight: false,
-            partitions: BTreeMap::new(),
+            partitions: PartitionMap::new(),
             recovered: BTreeMap::new(),
             hw_checkpoint: disk_image
                 .get(storage::HW_CHECKPOINT)

@@ -2,12 +2,11 @@
 //! session per leader broker, truncate-on-fetch with `LastFetchedEpoch` (KIP-595 / IBP 2.7+),
 //! OFFSET_OUT_OF_RANGE handling through ListOffsets, back-off on errors.
 
-use std::collections::BTreeMap;
-
 use super::broker::{Broker, Pending};
 use super::output::{Event, TruncationCause};
 use super::partition::Partition;
 use super::timers::TimerId;
+use crate::keyed_map::PartitionMap;
 use crate::protocol::messages::{
     FetchPartition, FetchPartitionResponse, ListOffsetsPartitionResponse, OffsetSpec,
 };
@@ -51,7 +50,7 @@ impl FetchPart {
 #[derive(Clone, Debug, Default)]
 pub struct Fetcher {
     /// Partitions fetched from this leader.
-    pub partitions: BTreeMap<TopicPartition, FetchPart>,
+    pub partitions: PartitionMap<FetchPart>,
     /// The outstanding fetch, if any.
     pub in_flight: bool,
 }

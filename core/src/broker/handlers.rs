@@ -44,6 +44,13 @@ const NOT_FOUND: ListedOffset = ListedOffset {
     epoch: LeaderEpoch::UNDEFINED,
 };
 
+/// What the image says of a fetching follower, read once per fetch.
+#[derive(Clone, Copy)]
+struct FollowerRegistration {
+    broker_epoch: Option<i64>,
+    active: bool,
+}
+
 impl Broker {
     pub(super) fn handle_request(&mut self, from: NodeId, id: CorrelationId, req: Request) {
         let Some(req) = self.handle_coordinator_request(from, id, req) else {
@@ -470,8 +477,16 @@ impl Broker {
     /// it must be answered now (an error or a diverging epoch). Follower fetches update the
     /// follower's state, may expand the ISR and advance the HW.
     pub(super) fn read_fetch(&mut self, op: &DelayedFetch) -> (Response, usize, bool) {
-        if let Some((b, epoch)) = op.replica
-            && self.image.broker_epoch(b).is_some_and(|e| e > epoch)
+        // The follower's registration (epoch, fenced) is read once per fetch: only a
+        // metadata record changes the image, and none is applied while a fetch is read.
+        let registration = op.replica.map(|(b, _)| FollowerRegistration {
+            broker_epoch: self.image.broker_epoch(b),
+            active: self.image.is_broker_active(b),
+        });
+        if let Some((_, epoch)) = op.replica
+            && registration
+                .and_then(|r| r.broker_epoch)
+                .is_some_and(|e| e > epoch)
         {
             // Kafka: a follower fetch with a stale broker epoch is rejected.
             return (
@@ -487,7 +502,8 @@ impl Broker {
         let mut bytes = 0usize;
         let mut must_answer = false;
         for fp in &op.partitions {
-            let r = self.read_fetch_partition(op, fp, op.max_bytes.saturating_sub(bytes));
+            let r =
+                self.read_fetch_partition(op, fp, op.max_bytes.saturating_sub(bytes), registration);
             bytes += r
                 .batches
                 .iter()
@@ -511,6 +527,7 @@ impl Broker {
         op: &DelayedFetch,
         fp: &FetchPartition,
         max_bytes: usize,
+        registration: Option<FollowerRegistration>,
     ) -> FetchPartitionResponse {
         let empty = |error, hw: Offset, lso: Offset, ls: Offset| FetchPartitionResponse {
             tp: fp.tp.clone(),
@@ -592,6 +609,7 @@ impl Broker {
                 // high watermark; `updateFollowerFetchState` runs after the read), so a
                 // follower learns a HW advance it caused on its next fetch.
                 if let Some((follower, broker_epoch)) = op.replica
+                    && let Some(registration) = registration
                     && resp.error.is_ok()
                 {
                     // Leader bookkeeping after a follower fetch (Kafka:
@@ -602,8 +620,8 @@ impl Broker {
                         fp.fetch_offset,
                         fp.log_start_offset,
                         broker_epoch,
-                        self.image.broker_epoch(follower),
-                        self.image.is_broker_active(follower),
+                        registration.broker_epoch,
+                        registration.active,
                         self.now.as_millis(),
                     );
                     // The HW never passes the LEO: at the LEO `maybe_increment_hw` returns

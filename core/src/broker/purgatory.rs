@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::keyed_map::PartitionMap;
 use crate::protocol::messages::FetchPartition;
 use crate::protocol::{CorrelationId, ErrorCode, NodeId};
 use crate::replication::fetch_leader::FetchIsolation;
@@ -106,12 +107,26 @@ impl Delayed {
 }
 
 /// Parked operations by key, plus a per-partition watch list.
+///
+/// Taking an operation leaves its key in the other partitions' watch lists, as Kafka's
+/// `DelayedOperationPurgatory` leaves a completed operation in its `Watchers` until a purge:
+/// a follower's fetch watches every partition it names, and most are taken (answered) long
+/// before those partitions change. [`Purgatory::watching`] skips taken keys (keys are never
+/// reused), and the lists are purged once the taken entries outnumber the live ones.
 #[derive(Clone, Debug, Default)]
 pub struct Purgatory {
     next: u64,
     ops: BTreeMap<u64, Delayed>,
-    watchers: BTreeMap<TopicPartition, Vec<u64>>,
+    watchers: PartitionMap<Vec<u64>>,
+    /// Watch-list entries, live or taken.
+    entries: usize,
+    /// Of those, entries of taken operations.
+    taken: usize,
 }
+
+/// Taken entries left in the watch lists before a purge is considered (Kafka's
+/// `fetch.purgatory.purge.interval.requests` default is 1000).
+const PURGE_INTERVAL: usize = 1000;
 
 impl Purgatory {
     /// Parks an operation; returns its key (for the deadline timer).
@@ -119,6 +134,7 @@ impl Purgatory {
         let key = self.next;
         self.next += 1;
         for tp in op.watched() {
+            self.entries += 1;
             match self.watchers.get_mut(tp) {
                 Some(keys) => keys.push(key),
                 None => {
@@ -130,18 +146,18 @@ impl Purgatory {
         key
     }
 
-    /// Keys of operations watching `tp`, oldest first.
-    #[must_use]
-    pub fn watching(&self, tp: &TopicPartition) -> Vec<u64> {
-        self.watchers
-            .get(tp)
-            .map(|v| {
-                v.iter()
-                    .copied()
-                    .filter(|k| self.ops.contains_key(k))
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// Keys of operations watching `tp`, oldest first. Drops the keys of taken operations
+    /// from `tp`'s list on the way, as Kafka's `Watchers.tryCompleteWatched` does.
+    pub fn watching(&mut self, tp: &TopicPartition) -> Vec<u64> {
+        let Some(keys) = self.watchers.get_mut(tp) else {
+            return Vec::new();
+        };
+        let before = keys.len();
+        keys.retain(|k| self.ops.contains_key(k));
+        let dropped = before - keys.len();
+        self.entries -= dropped;
+        self.taken -= dropped;
+        keys.clone()
     }
 
     /// Keys of every parked operation.
@@ -164,16 +180,25 @@ impl Purgatory {
     /// Removes an operation.
     pub fn take(&mut self, key: u64) -> Option<Delayed> {
         let op = self.ops.remove(&key)?;
-        // A key is only in the watch lists of its own partitions (see `park`). A list left
-        // empty is kept: the partition's next park (a follower's fetch parks again as soon
-        // as it is answered) reuses it instead of allocating and inserting a new one. The
-        // lists number at most the partitions that ever had an operation parked.
-        for tp in op.watched() {
-            if let Some(keys) = self.watchers.get_mut(tp) {
-                keys.retain(|k| *k != key);
-            }
+        self.taken += op.watched().count();
+        if self.taken >= PURGE_INTERVAL && 2 * self.taken >= self.entries {
+            self.purge();
         }
         Some(op)
+    }
+
+    /// Drops taken keys from every watch list. A list left empty is kept: the partition's
+    /// next park reuses it instead of allocating and inserting a new one. The lists number
+    /// at most the partitions that ever had an operation parked.
+    fn purge(&mut self) {
+        let ops = &self.ops;
+        let mut entries = 0;
+        for keys in self.watchers.values_mut() {
+            keys.retain(|k| ops.contains_key(k));
+            entries += keys.len();
+        }
+        self.entries = entries;
+        self.taken = 0;
     }
 
     /// Number of parked operations.
@@ -235,5 +260,39 @@ mod tests {
         assert!(p.watching(&TopicPartition::new("t", 1)).is_empty());
         let d = p.park(fetch(&[("t", 1)]));
         assert_eq!(p.watching(&TopicPartition::new("t", 1)), vec![d]);
+    }
+
+    #[test]
+    fn taken_keys_are_purged_from_the_watch_lists_and_live_ones_stay_in_order() {
+        // Goal: keys of taken operations linger in the watch lists only until a purge, so
+        // the lists stay bounded under a follower's park/answer cycle, and the operations
+        // still parked are watched on each of their partitions, oldest first, throughout.
+        let mut p = Purgatory::default();
+        let old = p.park(fetch(&[("t", 0), ("u", 0)]));
+        let mut newest = old;
+        for i in 0..10 * PURGE_INTERVAL {
+            let k = p.park(fetch(&[("t", 0), ("t", 1), ("t", 2)]));
+            if i % 2 == 1 {
+                assert!(p.take(newest).is_some());
+            }
+            newest = k;
+            let list: usize = p.watchers.values().map(Vec::len).sum();
+            assert_eq!(list, p.entries);
+            assert!(
+                p.taken <= PURGE_INTERVAL.max(p.entries / 2) + 3,
+                "{}",
+                p.taken
+            );
+        }
+        let live: Vec<u64> = p.keys().into_iter().filter(|k| *k != old).collect();
+        let mut t0 = vec![old];
+        t0.extend(&live);
+        assert_eq!(p.watching(&TopicPartition::new("t", 0)), t0);
+        assert_eq!(p.watching(&TopicPartition::new("t", 2)), live);
+        assert_eq!(p.watching(&TopicPartition::new("u", 0)), vec![old]);
+        for k in p.keys() {
+            p.take(k);
+        }
+        assert!(p.watching(&TopicPartition::new("t", 0)).is_empty());
     }
 }

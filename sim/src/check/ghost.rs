@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
+use mirror_core::keyed_map::KeyedMap;
 use mirror_core::protocol::{ClusterIdx, NodeId};
 use mirror_core::record::RecordBatch;
 use mirror_core::types::{LeaderEpoch, Offset, TopicId, TopicPartition};
@@ -180,7 +181,7 @@ pub struct AckedWrite {
 #[derive(Clone, Debug, Default)]
 pub struct Ghost {
     /// Per partition.
-    pub partitions: BTreeMap<PartitionKey, GhostPartition>,
+    pub partitions: KeyedMap<PartitionKey, GhostPartition>,
     /// Every acknowledged write.
     pub acked: Vec<AckedWrite>,
     /// Declared data-loss events.
@@ -205,7 +206,8 @@ pub struct Ghost {
 impl Ghost {
     /// The ghost partition (created on first use).
     pub fn partition(&mut self, cluster: ClusterIdx, tp: &TopicPartition) -> &mut GhostPartition {
-        self.partitions.entry((cluster, tp.clone())).or_default()
+        self.partitions
+            .get_or_insert_with(&(cluster, tp.clone()), GhostPartition::default)
     }
 
     /// Records that a replica of `tp` belongs to topic `id`. A different id than the one

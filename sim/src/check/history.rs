@@ -1,7 +1,7 @@
 //! What clients saw (Jepsen-style history checks): consumers read committed data at the
 //! right offsets and in order, and no acknowledged write is lost.
 
-use std::collections::BTreeMap;
+use mirror_core::keyed_map::KeyedMap;
 
 use bytes::Bytes;
 use mirror_core::protocol::ClusterIdx;
@@ -16,7 +16,7 @@ use mirror_core::protocol::NodeId;
 /// Per-consumer reading state.
 #[derive(Clone, Debug, Default)]
 pub struct History {
-    last: BTreeMap<(ClusterIdx, u32, TopicPartition), Offset>,
+    last: KeyedMap<(ClusterIdx, u32, TopicPartition), Offset>,
     /// Records consumed.
     pub consumed: u64,
 }

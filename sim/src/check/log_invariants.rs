@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use mirror_core::broker::partition::{Partition, Role};
 use mirror_core::broker::{Broker, Event, TruncationCause};
+use mirror_core::keyed_map::KeyedMap;
 use mirror_core::log::producer_state::ProducerStateManager;
 use mirror_core::protocol::{ClusterIdx, NodeId};
 use mirror_core::types::{BrokerId, LeaderEpoch, Offset, TopicPartition};
@@ -43,16 +44,16 @@ pub struct Checker {
     /// Design-mechanism rules that broke ([`super::CheckKind::Mechanism`]), the first of each
     /// in the order they broke: diagnostics, the run goes on.
     diagnostics: Vec<Violation>,
-    last_epoch: BTreeMap<(NodeId, TopicPartition), LeaderEpoch>,
-    leader_hw: BTreeMap<(NodeId, TopicPartition), (LeaderEpoch, Offset)>,
-    verified: BTreeMap<(NodeId, TopicPartition), Offset>,
+    last_epoch: KeyedMap<(NodeId, TopicPartition), LeaderEpoch>,
+    leader_hw: KeyedMap<(NodeId, TopicPartition), (LeaderEpoch, Offset)>,
+    verified: KeyedMap<(NodeId, TopicPartition), Offset>,
     /// The leader epoch a replica was in when its HW last moved: the epoch lineage whose
     /// leader promised that HW (see [`truncation_below_hw_declared`]).
-    hw_epoch: BTreeMap<(NodeId, TopicPartition), LeaderEpoch>,
+    hw_epoch: KeyedMap<(NodeId, TopicPartition), LeaderEpoch>,
     /// Each replica's log end offset and last batch as its events left them (appends,
     /// truncations, recoveries): a restart that recovers less, or another last batch, lost
     /// unflushed writes.
-    leo_seen: BTreeMap<(NodeId, TopicPartition), (Offset, Option<BatchMark>)>,
+    leo_seen: KeyedMap<(NodeId, TopicPartition), (Offset, Option<BatchMark>)>,
     /// Replicas whose last restart lost unflushed writes and that have not learned an HW
     /// since: their recovered HW is not a promise over their recovered log (see
     /// [`truncation_below_hw_declared`]).
@@ -79,11 +80,11 @@ impl Checker {
             strict_durability: false,
             first: None,
             diagnostics: Vec::new(),
-            last_epoch: BTreeMap::new(),
-            leader_hw: BTreeMap::new(),
-            verified: BTreeMap::new(),
-            hw_epoch: BTreeMap::new(),
-            leo_seen: BTreeMap::new(),
+            last_epoch: KeyedMap::new(),
+            leader_hw: KeyedMap::new(),
+            verified: KeyedMap::new(),
+            hw_epoch: KeyedMap::new(),
+            leo_seen: KeyedMap::new(),
             lossy_restart: BTreeSet::new(),
             disks: BTreeMap::new(),
         }

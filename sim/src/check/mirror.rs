@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use mirror_core::broker::partition::Partition;
 use mirror_core::broker::{Broker, Event, TruncationCause};
+use mirror_core::keyed_map::KeyedMap;
 use mirror_core::log::producer_state::ProducerStateManager;
 use mirror_core::mirror::{
     Design, MirrorPartitionKey, MirrorPartitionState as S, Preset, is_valid_transition,
@@ -86,15 +87,15 @@ pub struct FailbackReport {
 #[derive(Clone, Debug, Default)]
 pub struct MirrorChecker {
     /// Last persisted state and state epoch per destination partition.
-    states: BTreeMap<PartitionKey, (S, i32)>,
+    states: KeyedMap<PartitionKey, (S, i32)>,
     /// The `__mirror_state` records seen per destination partition (`valid_transitions`).
-    histories: BTreeMap<PartitionKey, StateHistory>,
+    histories: KeyedMap<PartitionKey, StateHistory>,
     /// `ghost.losses.len()` when the histories last caught up with the declared losses.
     losses_seen: usize,
     /// The LME recorded at stop and the LEO then.
-    lme: BTreeMap<PartitionKey, (LeaderEpoch, Offset)>,
+    lme: KeyedMap<PartitionKey, (LeaderEpoch, Offset)>,
     /// Offset of the `MIRROR_PID_RESET` appended at stop.
-    pid_reset: BTreeMap<PartitionKey, Offset>,
+    pid_reset: KeyedMap<PartitionKey, Offset>,
     /// Stopped partitions whose PID barrier a declared loss of the cluster's own replication
     /// cut (unclean election, unflushed loss of the last ISR member): the barrier is no
     /// longer in the partition's history, so `pid_reset_after_stop` has nothing to check.
@@ -102,7 +103,7 @@ pub struct MirrorChecker {
     /// Source partitions some destination mirrored.
     sources: BTreeSet<PartitionKey>,
     /// Failbacks, by the old source partition.
-    failbacks: BTreeMap<PartitionKey, Failback>,
+    failbacks: KeyedMap<PartitionKey, Failback>,
     /// Results of the last [`MirrorChecker::check_failback`].
     pub failback_reports: Vec<FailbackReport>,
     /// The failover RPO of each stop: what the source had committed that the destination
@@ -222,8 +223,7 @@ impl MirrorChecker {
             // A conflicting record is left for its writer's report to flag.
             let _ = self
                 .histories
-                .entry(key.clone())
-                .or_default()
+                .get_or_insert_with(&key, StateHistory::default)
                 .observe(epoch, SeenRecord { state, writer });
             self.states.insert(key, (state, epoch));
         }
@@ -516,7 +516,9 @@ impl MirrorChecker {
             // since with a declared loss: not (or no longer) the partition's history.
             return Ok(());
         }
-        let history = self.histories.entry(key.clone()).or_default();
+        let history = self
+            .histories
+            .get_or_insert_with(&key, StateHistory::default);
         history.store_partition = history
             .store_partition
             .or(mkey.as_ref().map(store_partition_of));

@@ -91,6 +91,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_partition_key_built_on_a_worker_finds_its_entry_in_a_map_built_here() {
+        // Goal: topic names are numbered process-wide, so a key a sweep's worker thread
+        // builds compares, hashes and orders as one built on this thread.
+        use mirror_core::keyed_map::PartitionMap;
+        use mirror_core::types::TopicPartition;
+        let mut m = PartitionMap::new();
+        m.insert(TopicPartition::new("worker-orders", 3), 1);
+        m.insert(TopicPartition::new("worker-a", 0), 2);
+        let keys = std::thread::spawn(|| {
+            [
+                TopicPartition::new("worker-orders", 3),
+                TopicPartition::new("worker-b", 9),
+            ]
+        })
+        .join()
+        .expect("worker");
+        assert_eq!(m.get(&keys[0]), Some(&1));
+        assert_eq!(m.get(&keys[1]), None);
+        assert!(keys[1] > TopicPartition::new("worker-a", 0));
+        assert_eq!(keys[0], TopicPartition::new("worker-orders", 3));
+    }
+
+    #[test]
     fn results_come_back_in_item_order_whatever_finishes_first() {
         // Goal: later items that finish first are held until the earlier ones are handed
         // back; every item is handed back exactly once, for any job count.

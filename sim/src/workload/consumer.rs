@@ -28,6 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 use mirror_core::broker::{Event, Message, Node, Output};
+use mirror_core::keyed_map::PartitionMap;
 use mirror_core::protocol::messages::{
     CoordinatorKind, FetchPartition, FetchPartitionResponse, OffsetSpec,
 };
@@ -162,7 +163,7 @@ pub struct Consumer {
     wire: Wire<Tag>,
     meta: MetadataCache,
     member_id: String,
-    parts: BTreeMap<TopicPartition, Part>,
+    parts: PartitionMap<Part>,
     coordinator: Option<BrokerId>,
     coordinator_lookup: bool,
     coordinator_retry_at: Instant,
@@ -531,7 +532,7 @@ impl Consumer {
                     offsets,
                 }) => {
                     self.offset_fetch_done = true;
-                    for (tp, p) in &mut self.parts {
+                    for (tp, p) in self.parts.iter_mut() {
                         if p.state != PosState::AwaitCommitted {
                             continue;
                         }

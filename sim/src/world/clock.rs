@@ -71,7 +71,11 @@ impl SimClock {
 pub fn sleep_exact(deadline: madsim::time::Instant, owner: TimerOwner) -> Timer {
     let mut sleep = madsim::time::sleep_until(deadline);
     Pin::new(&mut sleep).reset(deadline);
-    Timer { sleep, owner }
+    Timer {
+        sleep,
+        owner,
+        slot: usize::MAX,
+    }
 }
 
 /// `madsim::time::sleep(duration)` (same deadline, 1 ms minimum included), counted as a
@@ -80,6 +84,7 @@ pub fn sleep(duration: Duration) -> Timer {
     Timer {
         sleep: madsim::time::sleep(duration),
         owner: TimerOwner::Harness,
+        slot: usize::MAX,
     }
 }
 
@@ -99,8 +104,11 @@ pub type TimerCounts = BTreeMap<TimerOwner, u64>;
 
 thread_local! {
     /// One madsim runtime runs per thread (a fresh thread per seed), so per-thread counts
-    /// are per-run counts once [`reset_timers`] has run at the world's start.
-    static TIMERS: RefCell<TimerCounts> = const { RefCell::new(BTreeMap::new()) };
+    /// are per-run counts once [`reset_timers`] has run at the world's start. One slot per
+    /// owner, in first-use order: a [`Timer`] remembers its owner's slot, so counting a
+    /// registration (once per `Pending` poll, the most frequent thing a run does) is an
+    /// index, not a map search.
+    static TIMERS: RefCell<Vec<(TimerOwner, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Forgets the counts (a world starting on a thread that ran another before).
@@ -111,7 +119,27 @@ pub fn reset_timers() {
 /// The timers registered since the last [`reset_timers`] on this thread.
 #[must_use]
 pub fn timers_set() -> TimerCounts {
-    TIMERS.with(|t| t.borrow().clone())
+    TIMERS.with(|t| t.borrow().iter().copied().collect())
+}
+
+/// Counts one registration for `owner`, at `slot` if that is still its slot; returns the
+/// slot used.
+fn count_timer(owner: TimerOwner, slot: usize) -> usize {
+    TIMERS.with(|t| {
+        let mut t = t.borrow_mut();
+        let slot = match t.get(slot) {
+            Some((o, _)) if *o == owner => slot,
+            _ => match t.iter().position(|(o, _)| *o == owner) {
+                Some(i) => i,
+                None => {
+                    t.push((owner, 0));
+                    t.len() - 1
+                }
+            },
+        };
+        t[slot].1 += 1;
+        slot
+    })
 }
 
 /// A madsim [`Sleep`] that counts its registrations. madsim registers one timer each time a
@@ -122,6 +150,8 @@ pub fn timers_set() -> TimerCounts {
 pub struct Timer {
     sleep: Sleep,
     owner: TimerOwner,
+    /// The owner's slot in this thread's counts, once known (`usize::MAX` before).
+    slot: usize,
 }
 
 impl Future for Timer {
@@ -131,7 +161,7 @@ impl Future for Timer {
         let owner = self.owner;
         let polled = Pin::new(&mut self.sleep).poll(cx);
         if polled.is_pending() {
-            TIMERS.with(|t| *t.borrow_mut().entry(owner).or_insert(0) += 1);
+            self.slot = count_timer(owner, self.slot);
         }
         polled
     }
@@ -139,4 +169,36 @@ impl Future for Timer {
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use mirror_core::protocol::ClusterIdx;
+    use mirror_core::types::BrokerId;
+
+    use super::*;
+
+    #[test]
+    fn counts_follow_the_owner_even_through_a_stale_slot() {
+        // Goal: a timer's remembered slot is a shortcut only: after a reset (a new world on
+        // this thread) it may name another owner's slot or none, and the count still goes
+        // to the timer's own owner.
+        let a = TimerOwner::Node(NodeId::broker(ClusterIdx(0), BrokerId(1)));
+        let b = TimerOwner::Harness;
+        reset_timers();
+        let sa = count_timer(a, usize::MAX);
+        let sb = count_timer(b, usize::MAX);
+        assert_eq!(count_timer(a, sa), sa);
+        reset_timers();
+        assert_eq!(count_timer(b, usize::MAX), 0);
+        assert_eq!(count_timer(a, sa), 1, "slot 0 is b's now");
+        count_timer(a, sb);
+        count_timer(TimerOwner::Network, 7);
+        let counts = timers_set();
+        assert_eq!(counts.get(&a), Some(&2));
+        assert_eq!(counts.get(&b), Some(&1));
+        assert_eq!(counts.get(&TimerOwner::Network), Some(&1));
+        reset_timers();
+        assert!(timers_set().is_empty());
+    }
 }

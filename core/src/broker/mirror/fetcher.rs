@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::broker::broker::{Broker, Pending};
 use crate::broker::output::{Event, TruncationCause};
 use crate::broker::timers::TimerId;
+use crate::keyed_map::PartitionMap;
 use crate::mirror::{
     DIVERGENCE_FAILED_MESSAGE, DivergenceAction, MirrorPartitionState as S, MirrorPartitionStatus,
 };
@@ -38,7 +39,7 @@ pub struct MirrorFetchPart {
 #[derive(Clone, Debug, Default)]
 pub struct MirrorFetchState {
     /// Partitions being mirrored.
-    pub parts: BTreeMap<TopicPartition, MirrorFetchPart>,
+    pub parts: PartitionMap<MirrorFetchPart>,
     /// Known source leaders: `(cluster, leader, leader epoch)`.
     pub source_leaders: BTreeMap<TopicPartition, (ClusterIdx, BrokerId, LeaderEpoch)>,
     /// Sessions with a fetch in flight.
@@ -82,7 +83,7 @@ impl Broker {
             in_flight: false,
             source_high_watermark: None,
         };
-        self.mirror_fetch.parts.entry(tp.clone()).or_insert(part);
+        self.mirror_fetch.parts.get_or_insert_with(tp, || part);
         if !self.mirror_fetch.source_leaders.contains_key(tp)
             && let Some(m) = self.mirror_runs.get(tp).map(|r| r.mirror.clone())
         {
