@@ -82,7 +82,7 @@ impl Timers {
     /// The earliest deadline.
     #[must_use]
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.by_time.keys().next().map(|(at, _)| *at)
+        self.by_time.first_key_value().map(|((at, _), ())| *at)
     }
 
     /// Removes and returns every timer due at or before `now`, earliest first.

@@ -133,7 +133,7 @@ impl FetchWaiters {
     /// The earliest deadline.
     #[must_use]
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.by_deadline.keys().next().map(|(at, _)| *at)
+        self.by_deadline.first_key_value().map(|((at, _), _)| *at)
     }
 
     /// Number of parked fetches.

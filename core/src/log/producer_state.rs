@@ -756,7 +756,7 @@ impl ProducerStateManager {
     #[must_use]
     pub fn first_unstable_offset(&self) -> Option<Offset> {
         let ongoing = self.first_undecided_offset();
-        let unreplicated = self.unreplicated_txns.keys().next().copied();
+        let unreplicated = self.unreplicated_txns.first_key_value().map(|(o, _)| *o);
         match (ongoing, unreplicated) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -767,7 +767,7 @@ impl ProducerStateManager {
     /// `firstUndecidedOffset`).
     #[must_use]
     pub fn first_undecided_offset(&self) -> Option<Offset> {
-        self.ongoing_txns.keys().next().copied()
+        self.ongoing_txns.first_key_value().map(|(o, _)| *o)
     }
 
     /// Forgets completed transactions whose marker is below the new HW (Kafka:

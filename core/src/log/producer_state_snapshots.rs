@@ -41,7 +41,7 @@ impl ProducerStateManager {
     /// The offset of the oldest snapshot (Kafka: `oldestSnapshotOffset`).
     #[must_use]
     pub fn oldest_snapshot_offset(&self) -> Option<Offset> {
-        self.snapshots.keys().next().copied()
+        self.snapshots.first_key_value().map(|(o, _)| *o)
     }
 
     /// The snapshot taken at `offset`, if any (Kafka: `snapshotFileForOffset`,
