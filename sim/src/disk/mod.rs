@@ -152,7 +152,11 @@ impl SimDisk {
         let old_len = self.files.get(path).map_or(0, |f| f.current().len());
         self.check_io(path)?;
         self.check_space(path, old_len, old_len + bytes.len())?;
-        self.files.entry(path.to_owned()).or_default().append(bytes);
+        // An existing file (nearly every append) is found without building an owned key.
+        match self.files.get_mut(path) {
+            Some(f) => f.append(bytes),
+            None => self.files.entry(path.to_owned()).or_default().append(bytes),
+        }
         self.stats.bytes_written += bytes.len() as u64;
         Ok(())
     }

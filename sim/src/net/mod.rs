@@ -211,7 +211,7 @@ impl<M: WireSize + MessageKind + 'static> Network<M> {
     pub fn register(&self, node: NodeId) -> Inbox<M> {
         let mut r = lock(&self.inner);
         reset_connections(&mut r, node);
-        let slot = r.nodes.entry(node).or_insert_with(|| NodeSlot {
+        let slot = r.nodes.get_or_insert_with(&node, || NodeSlot {
             incarnation: 0,
             alive: false,
             queue: Default::default(),
@@ -384,8 +384,8 @@ impl<M: WireSize + MessageKind + 'static> Network<M> {
     pub fn stats(&self) -> NetStats {
         let r = lock(&self.inner);
         NetStats {
-            links: r.stats.clone(),
-            kinds: r.kinds.clone(),
+            links: r.stats.iter().map(|(k, v)| (*k, *v)).collect(),
+            kinds: r.kinds.iter().map(|(k, v)| (*k, *v)).collect(),
         }
     }
 

@@ -11,6 +11,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Poll, Waker};
 
 use madsim::time::Instant;
+use mirror_core::keyed_map::KeyedMap;
 use mirror_core::protocol::NodeId;
 
 use super::links::{LinkFaults, NetConfig};
@@ -42,14 +43,14 @@ pub(super) struct InFlight<M> {
 pub(super) struct Router<M> {
     pub(super) config: NetConfig,
     pub(super) faults: LinkFaults,
-    pub(super) nodes: BTreeMap<NodeId, NodeSlot<M>>,
+    pub(super) nodes: KeyedMap<NodeId, NodeSlot<M>>,
     pub(super) queue: BTreeMap<(Instant, u64), InFlight<M>>,
     /// Last scheduled delivery per directed link: the FIFO floor for the next message.
-    pub(super) link_clock: BTreeMap<(NodeId, NodeId), Instant>,
+    pub(super) link_clock: KeyedMap<(NodeId, NodeId), Instant>,
     /// Messages that reached a clogged link, in link order.
     pub(super) held: BTreeMap<(NodeId, NodeId), VecDeque<InFlight<M>>>,
-    pub(super) stats: BTreeMap<(NodeId, NodeId), LinkStats>,
-    pub(super) kinds: BTreeMap<KindKey, LinkStats>,
+    pub(super) stats: KeyedMap<(NodeId, NodeId), LinkStats>,
+    pub(super) kinds: KeyedMap<KindKey, LinkStats>,
     pub(super) events: Option<Vec<NetEvent>>,
     pub(super) next_seq: u64,
     pub(super) start: Instant,
@@ -64,12 +65,12 @@ impl<M> Router<M> {
         Self {
             config,
             faults: LinkFaults::default(),
-            nodes: BTreeMap::new(),
+            nodes: KeyedMap::new(),
             queue: BTreeMap::new(),
-            link_clock: BTreeMap::new(),
+            link_clock: KeyedMap::new(),
             held: BTreeMap::new(),
-            stats: BTreeMap::new(),
-            kinds: BTreeMap::new(),
+            stats: KeyedMap::new(),
+            kinds: KeyedMap::new(),
             events: None,
             next_seq: 0,
             start,
@@ -194,8 +195,8 @@ impl<M> Router<M> {
         kind: KindKey,
         f: impl Fn(&mut LinkStats),
     ) {
-        f(self.stats.entry(link).or_default());
-        f(self.kinds.entry(kind).or_default());
+        f(self.stats.get_or_insert_with(&link, LinkStats::default));
+        f(self.kinds.get_or_insert_with(&kind, LinkStats::default));
     }
 
     pub(super) fn record(&mut self, env: &Envelope<M>, at: Instant, kind: NetEventKind) {
