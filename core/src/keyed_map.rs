@@ -8,6 +8,12 @@
 //! state) finds a key's slot. Nothing iterates the index, so its order never reaches a
 //! result or a trace.
 
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::ops;
+
+use crate::types::TopicPartition;
+
 // The workspace bans `HashMap` because its iteration order is not deterministic. Here it
 // is the index only: private, never iterated (walks and `Debug` read `entries`), with a
 // fixed hasher, so no order it holds can reach a result or a trace.
@@ -16,11 +22,6 @@
     reason = "a never-iterated index with a fixed hasher; see above"
 )]
 type Index<K> = std::collections::HashMap<K, usize, BuildHasherDefault<KeyHasher>>;
-use std::fmt;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::ops;
-
-use crate::types::TopicPartition;
 
 /// A seed-free multiplicative hasher (FxHash's rule), for the index only: a key's hash
 /// picks a bucket, never an order anything reads.
@@ -138,25 +139,20 @@ impl<K: Ord + Hash + Clone, V> KeyedMap<K, V> {
 
     /// Sets the value for `key`; returns the one it replaced.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
-        if let Some(&i) = self.index.get(&key) {
-            return Some(std::mem::replace(&mut self.entries[i].1, value));
+        match self.index.get(&key) {
+            Some(&i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            None => {
+                self.insert_new(key, value);
+                None
+            }
         }
-        let at = self.entries.partition_point(|(k, _)| *k < key);
-        for (k, _) in &self.entries[at..] {
-            *self.index.get_mut(k).expect("index_covers_entries") += 1;
-        }
-        self.index.insert(key.clone(), at);
-        self.entries.insert(at, (key, value));
-        None
     }
 
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: &K) -> Option<V> {
         let at = self.index.remove(key)?;
         let (_, value) = self.entries.remove(at);
-        for (k, _) in &self.entries[at..] {
-            *self.index.get_mut(k).expect("index_covers_entries") -= 1;
-        }
+        self.reindex_from(at);
         Some(value)
     }
 
@@ -164,27 +160,40 @@ impl<K: Ord + Hash + Clone, V> KeyedMap<K, V> {
     pub fn get_or_insert_with(&mut self, key: &K, make: impl FnOnce() -> V) -> &mut V {
         let i = match self.index.get(key) {
             Some(&i) => i,
-            None => {
-                self.insert(key.clone(), make());
-                self.index[key]
-            }
+            None => self.insert_new(key.clone(), make()),
         };
         &mut self.entries[i].1
     }
 
-    /// Keeps the entries `keep` accepts, in key order.
-    pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
-        let before = self.entries.len();
-        self.entries.retain_mut(|(k, v)| keep(k, v));
-        if self.entries.len() != before {
-            self.reindex();
+    /// Inserts a key that is not in the map; returns its position.
+    fn insert_new(&mut self, key: K, value: V) -> usize {
+        let at = self.entries.partition_point(|(k, _)| *k < key);
+        self.entries.insert(at, (key.clone(), value));
+        self.index.insert(key, at);
+        self.reindex_from(at + 1);
+        at
+    }
+
+    /// Points the index at the entries from `at` on, after a shift.
+    fn reindex_from(&mut self, at: usize) {
+        for (i, (k, _)) in self.entries.iter().enumerate().skip(at) {
+            *self.index.get_mut(k).expect("index_covers_entries") = i;
         }
     }
 
-    fn reindex(&mut self) {
-        self.index.clear();
-        for (i, (k, _)) in self.entries.iter().enumerate() {
-            self.index.insert(k.clone(), i);
+    /// Keeps the entries `keep` accepts, in key order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
+        let index = &mut self.index;
+        let before = self.entries.len();
+        self.entries.retain_mut(|(k, v)| {
+            let kept = keep(k, v);
+            if !kept {
+                index.remove(k);
+            }
+            kept
+        });
+        if self.entries.len() != before {
+            self.reindex_from(0);
         }
     }
 
@@ -227,14 +236,6 @@ impl<K: Ord + Hash + Clone + fmt::Debug, V: fmt::Debug> fmt::Debug for KeyedMap<
         f.debug_map().entries(self.iter()).finish()
     }
 }
-
-impl<K: PartialEq, V: PartialEq> PartialEq for KeyedMap<K, V> {
-    fn eq(&self, other: &Self) -> bool {
-        self.entries == other.entries
-    }
-}
-
-impl<K: Eq, V: Eq> Eq for KeyedMap<K, V> {}
 
 impl<K: Ord + Hash + Clone, V> FromIterator<(K, V)> for KeyedMap<K, V> {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {

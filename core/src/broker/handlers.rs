@@ -44,10 +44,17 @@ const NOT_FOUND: ListedOffset = ListedOffset {
     epoch: LeaderEpoch::UNDEFINED,
 };
 
-/// What the image says of a fetching follower, read once per fetch.
+/// A follower fetch's sender: who it says it is, and what the image says of it, read once
+/// per fetch (only a metadata record changes the image, and none is applied while a fetch
+/// is read).
 #[derive(Clone, Copy)]
-struct FollowerRegistration {
-    broker_epoch: Option<i64>,
+struct FetchingFollower {
+    id: BrokerId,
+    /// The broker epoch the request carries.
+    request_epoch: i64,
+    /// The broker epoch registered in the image.
+    image_epoch: Option<i64>,
+    /// Registered and not fenced.
     active: bool,
 }
 
@@ -477,17 +484,13 @@ impl Broker {
     /// it must be answered now (an error or a diverging epoch). Follower fetches update the
     /// follower's state, may expand the ISR and advance the HW.
     pub(super) fn read_fetch(&mut self, op: &DelayedFetch) -> (Response, usize, bool) {
-        // The follower's registration (epoch, fenced) is read once per fetch: only a
-        // metadata record changes the image, and none is applied while a fetch is read.
-        let registration = op.replica.map(|(b, _)| FollowerRegistration {
-            broker_epoch: self.image.broker_epoch(b),
-            active: self.image.is_broker_active(b),
+        let follower = op.replica.map(|(id, request_epoch)| FetchingFollower {
+            id,
+            request_epoch,
+            image_epoch: self.image.broker_epoch(id),
+            active: self.image.is_broker_active(id),
         });
-        if let Some((_, epoch)) = op.replica
-            && registration
-                .and_then(|r| r.broker_epoch)
-                .is_some_and(|e| e > epoch)
-        {
+        if follower.is_some_and(|f| f.image_epoch.is_some_and(|e| e > f.request_epoch)) {
             // Kafka: a follower fetch with a stale broker epoch is rejected.
             return (
                 Response::Fetch {
@@ -502,8 +505,7 @@ impl Broker {
         let mut bytes = 0usize;
         let mut must_answer = false;
         for fp in &op.partitions {
-            let r =
-                self.read_fetch_partition(op, fp, op.max_bytes.saturating_sub(bytes), registration);
+            let r = self.read_fetch_partition(op, fp, op.max_bytes.saturating_sub(bytes), follower);
             bytes += r
                 .batches
                 .iter()
@@ -527,7 +529,7 @@ impl Broker {
         op: &DelayedFetch,
         fp: &FetchPartition,
         max_bytes: usize,
-        registration: Option<FollowerRegistration>,
+        follower: Option<FetchingFollower>,
     ) -> FetchPartitionResponse {
         let empty = |error, hw: Offset, lso: Offset, ls: Offset| FetchPartitionResponse {
             tp: fp.tp.clone(),
@@ -554,7 +556,7 @@ impl Broker {
             );
         }
         let view = p.leader_view();
-        let replica_id = op.replica.map(|(b, _)| b);
+        let replica_id = follower.map(|f| f.id);
         let req = FetchPartitionRequest {
             fetch_offset: fp.fetch_offset,
             current_leader_epoch: fp.current_leader_epoch,
@@ -608,20 +610,19 @@ impl Broker {
                 // recorded (Kafka `Partition.fetchRecords`: `LogReadInfo` holds the initial
                 // high watermark; `updateFollowerFetchState` runs after the read), so a
                 // follower learns a HW advance it caused on its next fetch.
-                if let Some((follower, broker_epoch)) = op.replica
-                    && let Some(registration) = registration
+                if let Some(follower) = follower
                     && resp.error.is_ok()
                 {
                     // Leader bookkeeping after a follower fetch (Kafka:
                     // `Partition.fetchRecords` → `updateFollowerFetchState`,
                     // `maybeExpandIsr`, `maybeIncrementLeaderHW`).
                     let new_isr = p.update_follower_fetch_state(
-                        follower,
+                        follower.id,
                         fp.fetch_offset,
                         fp.log_start_offset,
-                        broker_epoch,
-                        registration.broker_epoch,
-                        registration.active,
+                        follower.request_epoch,
+                        follower.image_epoch,
+                        follower.active,
                         self.now.as_millis(),
                     );
                     // The HW never passes the LEO: at the LEO `maybe_increment_hw` returns

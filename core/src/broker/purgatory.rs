@@ -152,11 +152,14 @@ impl Purgatory {
         let Some(keys) = self.watchers.get_mut(tp) else {
             return Vec::new();
         };
-        let before = keys.len();
-        keys.retain(|k| self.ops.contains_key(k));
-        let dropped = before - keys.len();
-        self.entries -= dropped;
-        self.taken -= dropped;
+        // With no taken entry anywhere (just after a purge), every key is live.
+        if self.taken > 0 {
+            let before = keys.len();
+            keys.retain(|k| self.ops.contains_key(k));
+            let dropped = before - keys.len();
+            self.entries -= dropped;
+            self.taken -= dropped;
+        }
         keys.clone()
     }
 
