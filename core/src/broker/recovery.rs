@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::output::IoOp;
-use super::storage::{PartitionFiles, Segment, partition_dir, segment_file};
+use super::storage::{PartitionFiles, Segment, partition_dir, segment_path};
 use crate::log::partition_log::{AppendError, LogConfig, PartitionLog};
 use crate::log::producer_snapshot;
 use crate::log::producer_state::ProducerStateManager;
@@ -148,7 +148,7 @@ pub fn load_segments(
         if error.is_some() {
             truncated_bytes += bytes.len() as u64;
             out.push(IoOp::Delete {
-                path: format!("{dir}/{}", segment_file(*base)),
+                path: segment_path(&dir, *base),
             });
             continue;
         }
@@ -187,7 +187,7 @@ pub fn load_segments(
         if seg.size < bytes.len() as u64 {
             truncated_bytes += bytes.len() as u64 - seg.size;
             out.push(IoOp::Truncate {
-                path: format!("{dir}/{}", segment_file(*base)),
+                path: segment_path(&dir, *base),
                 len: seg.size,
             });
         }

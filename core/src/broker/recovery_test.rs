@@ -47,7 +47,7 @@ fn rotted(b: &RecordBatch) -> Bytes {
 }
 
 fn seg_path(base: i64) -> String {
-    format!("t-0/{}", segment_file(Offset(base)))
+    format!("t-0/{base:020}.log")
 }
 
 /// Applies recovery's file operations to a disk image (what `SimDisk` does).

@@ -57,7 +57,46 @@ pub fn partition_dir(tp: &TopicPartition) -> String {
 /// File name of the segment starting at `base`.
 #[must_use]
 pub fn segment_file(base: Offset) -> String {
-    format!("{:020}.log", base.0)
+    let mut s = String::with_capacity(SEGMENT_FILE_LEN);
+    push_segment_file(&mut s, base);
+    s
+}
+
+/// Length of a segment file name: 20 digits and `.log`.
+const SEGMENT_FILE_LEN: usize = 24;
+
+/// Path of the segment starting at `base` in partition directory `dir`. Built by hand: a
+/// path is made for every append, and `format!` cost more than the append's bookkeeping.
+#[must_use]
+pub fn segment_path(dir: &str, base: Offset) -> String {
+    let mut s = String::with_capacity(dir.len() + 1 + SEGMENT_FILE_LEN);
+    s.push_str(dir);
+    s.push('/');
+    push_segment_file(&mut s, base);
+    s
+}
+
+/// Appends `format!("{:020}.log", base.0)` to `s`.
+fn push_segment_file(s: &mut String, base: Offset) {
+    match u64::try_from(base.0) {
+        Ok(mut v) => {
+            // Zeros, then the digits from the right until none is left (u64::MAX has 20
+            // digits, so all fit).
+            let mut digits = [b'0'; 20];
+            let mut i = digits.len();
+            while v > 0 {
+                i -= 1;
+                // A decimal digit: the cast cannot truncate.
+                #[allow(clippy::cast_possible_truncation)]
+                let digit = (v % 10) as u8;
+                digits[i] = b'0' + digit;
+                v /= 10;
+            }
+            s.extend(digits.iter().map(|&d| char::from(d)));
+        }
+        Err(_) => s.push_str(&format!("{:020}", base.0)),
+    }
+    s.push_str(".log");
 }
 
 /// Path of the broker's HW checkpoint.
@@ -142,7 +181,7 @@ impl PartitionFiles {
     }
 
     fn path(&self, base: Offset) -> String {
-        format!("{}/{}", self.dir, segment_file(base))
+        segment_path(&self.dir, base)
     }
 
     /// Appends a batch to the active segment, rolling (and flushing the old segment) first
@@ -172,7 +211,7 @@ impl PartitionFiles {
         }
         seg.size += batch.size_in_bytes() as u64;
         seg.index.push((batch.next_offset(), seg.size));
-        let path = format!("{}/{}", self.dir, segment_file(seg.base));
+        let path = segment_path(&self.dir, seg.base);
         out.push(IoOp::Append {
             path,
             bytes: batch.bytes().clone(),
@@ -202,7 +241,7 @@ impl PartitionFiles {
             seg.index.truncate(keep);
             seg.size = new_size;
             out.push(IoOp::Truncate {
-                path: format!("{dir}/{}", segment_file(seg.base)),
+                path: segment_path(&dir, seg.base),
                 len: new_size,
             });
         }
@@ -317,4 +356,23 @@ pub fn decode_offset_checkpoint(bytes: &[u8]) -> BTreeMap<TopicPartition, Offset
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_paths_are_kafkas_zero_padded_names() {
+        // Goal: the hand-built path is byte for byte the `format!` one Kafka's layout gives
+        // (`LogFileUtils.filenamePrefixFromOffset`: 20 digits), for every magnitude.
+        for base in [0, 7, 10, 99_999, 1 << 40, i64::MAX, -1, i64::MIN] {
+            assert_eq!(
+                segment_path("t-0", Offset(base)),
+                format!("t-0/{:020}.log", base),
+                "base {base}"
+            );
+            assert_eq!(segment_file(Offset(base)), format!("{base:020}.log"));
+        }
+    }
 }

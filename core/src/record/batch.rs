@@ -405,9 +405,7 @@ impl RecordBatch {
     #[must_use]
     pub fn value_at(&self, offset: Offset) -> Option<Option<&[u8]>> {
         let delta = i32::try_from(offset.0.checked_sub(self.base_offset().0)?).ok()?;
-        self.record_values()
-            .find(|(d, _)| *d == delta)
-            .map(|(_, v)| v)
+        self.record_values().find_delta(delta)
     }
 
     /// The `SourceClusterId` of a `MIRROR_PID_RESET` batch: `None` for any other batch and for a

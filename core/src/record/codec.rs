@@ -23,14 +23,16 @@ pub const RECORD_BATCH_OVERHEAD: usize = 61;
 /// The only magic this model supports.
 pub const MAGIC_V2: i8 = 2;
 
-pub(crate) const BASE_OFFSET: usize = 0;
+/// Position of the base offset (8 bytes).
+pub const BASE_OFFSET: usize = 0;
 pub(crate) const BATCH_LENGTH: usize = 8;
 pub(crate) const PARTITION_LEADER_EPOCH: usize = 12;
 pub(crate) const MAGIC: usize = 16;
 /// Position of the stored CRC32C (4 bytes, outside the range it covers).
 pub const CRC: usize = 17;
 pub(crate) const ATTRIBUTES: usize = 21;
-pub(crate) const LAST_OFFSET_DELTA: usize = 23;
+/// Position of the last offset delta (4 bytes).
+pub const LAST_OFFSET_DELTA: usize = 23;
 pub(crate) const BASE_TIMESTAMP: usize = 27;
 pub(crate) const MAX_TIMESTAMP: usize = 35;
 pub(crate) const PRODUCER_ID: usize = 43;
@@ -348,17 +350,64 @@ impl<'a> RecordValues<'a> {
     }
 }
 
+impl<'a> RecordValues<'a> {
+    /// The offset delta of the next record and where it ends, reading only the fields before
+    /// the key (the length, attributes and timestamp delta are skipped); `*pos` is left just
+    /// after the offset delta.
+    fn head(&self, pos: &mut usize) -> (i32, usize) {
+        let b = self.bytes;
+        let len = read_varint(b, pos);
+        let head = len.and_then(|len| {
+            let end = pos.checked_add(usize::try_from(len).ok()?)?;
+            *pos += 1; // attributes
+            read_varlong(b, pos)?;
+            Some((read_varint(b, pos)?, end))
+        });
+        head.expect("batch_records_valid: records were validated when the batch was built")
+    }
+
+    /// The value of the first record whose offset delta is `delta` (as `find` on the
+    /// iterator), skipping every other record after its offset delta: the key, value and
+    /// headers of a record that does not match are never read.
+    #[must_use]
+    pub fn find_delta(mut self, delta: i32) -> Option<Option<&'a [u8]>> {
+        while self.index < self.count {
+            self.index += 1;
+            let mut pos = self.pos;
+            let (d, end) = self.head(&mut pos);
+            self.pos = end;
+            if d == delta {
+                return Some(self.value_after_head(pos));
+            }
+        }
+        None
+    }
+
+    /// The value of the record whose key starts at `pos`.
+    fn value_after_head(&self, mut pos: usize) -> Option<&'a [u8]> {
+        let b = self.bytes;
+        read_range(b, &mut pos)
+            .and_then(|_key| read_range(b, &mut pos))
+            .expect("batch_records_valid: records were validated when the batch was built")
+            .map(|v| &b[v])
+    }
+}
+
 impl<'a> Iterator for RecordValues<'a> {
     type Item = (i32, Option<&'a [u8]>);
 
+    /// Reads the record's offset delta and value and jumps to its end by its length: the
+    /// headers are not parsed (the batch was validated when it was built, so the length is
+    /// that of the fields [`read_record`] would have read).
     fn next(&mut self) -> Option<Self::Item> {
         if self.index == self.count {
             return None;
         }
-        let r = read_record(self.bytes, &mut self.pos, self.index);
         self.index += 1;
-        let r = r.expect("batch_records_valid: records were validated when the batch was built");
-        Some((r.offset_delta, r.value.map(|v| &self.bytes[v])))
+        let mut pos = self.pos;
+        let (d, end) = self.head(&mut pos);
+        self.pos = end;
+        Some((d, self.value_after_head(pos)))
     }
 }
 

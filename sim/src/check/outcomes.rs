@@ -33,18 +33,33 @@ fn value_hash(value: &[u8]) -> u64 {
     h.finish()
 }
 
-/// A set of record values, ordered by (hash, value): a lookup compares 64-bit hashes and
-/// reads value bytes only on a hash match (the same value, or a collision, which the byte
-/// comparison then tells apart).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// A set of record values, as (hash, value) pairs. Values are added one per acknowledged
+/// record all run long and looked up only at the end of the run, so `insert` appends (an
+/// ordered set paid a search down its tree per record, a cache miss at each level in a big
+/// world) and [`Self::seal`] sorts and deduplicates once. A lookup in a sealed set is a
+/// binary search on the 64-bit hashes that reads value bytes only on a hash match (the same
+/// value, or a collision, which the byte comparison then tells apart).
+#[derive(Clone, Debug, Default)]
 pub struct ValueSet {
-    values: BTreeSet<(u64, Bytes)>,
+    values: Vec<(u64, Bytes)>,
+    /// True when `values` is sorted and holds no pair twice.
+    sealed: bool,
 }
 
 impl ValueSet {
     /// Adds `value`.
     pub fn insert(&mut self, value: Bytes) {
-        self.values.insert((value_hash(&value), value));
+        self.values.push((value_hash(&value), value));
+        self.sealed = false;
+    }
+
+    /// Sorts and deduplicates the values, so that lookups search instead of scanning.
+    pub fn seal(&mut self) {
+        if !self.sealed {
+            self.values.sort_unstable();
+            self.values.dedup();
+            self.sealed = true;
+        }
     }
 
     /// The stored copy of `value`, if it is in the set.
@@ -53,18 +68,24 @@ impl ValueSet {
         self.get_hashed(value_hash(value), value)
     }
 
-    /// [`Self::get`] given the value's hash.
+    /// [`Self::get`] given the value's hash: a binary search once sealed, a scan before.
     fn get_hashed(&self, h: u64, value: &[u8]) -> Option<&Bytes> {
-        self.values
-            .range((h, Bytes::new())..)
-            .take_while(|(k, _)| *k == h)
+        let from = if self.sealed {
+            self.values.partition_point(|(k, _)| *k < h)
+        } else {
+            0
+        };
+        self.values[from..]
+            .iter()
+            .take_while(|(k, _)| !self.sealed || *k == h)
+            .find(|(k, v)| *k == h && v.as_ref() == value)
             .map(|(_, v)| v)
-            .find(|v| v.as_ref() == value)
     }
 
-    /// Number of values.
+    /// Number of distinct values (sealing first).
     #[must_use]
-    pub fn len(&self) -> usize {
+    pub fn len(&mut self) -> usize {
+        self.seal();
         self.values.len()
     }
 
@@ -81,6 +102,7 @@ impl FromIterator<Bytes> for ValueSet {
         for v in iter {
             set.insert(v);
         }
+        set.seal();
         set
     }
 }
@@ -174,17 +196,18 @@ impl ClientRecords {
 /// reading offsets below `below` only. "First" is in log order: the value whose second copy
 /// comes earliest, with its first copy.
 ///
-/// The log's values are gathered with their hashes and sorted, so copies of one value end up
-/// side by side, and `watched` is asked only about values the log holds more than once (a
-/// scan that looked each value up, in log order, cost one ordered-set search per record on
-/// every replica).
+/// One pass in log order over the log's values remembers each value's first copy in an
+/// open-addressing table keyed by the value's hash, and `watched` is asked only about a value
+/// met again. Offsets rise along the walk, so the first repeat of a watched value is the
+/// answer. (Sorting the values by hash to bring copies together cost half of this check, and
+/// a scan that looked each value up in `watched` one ordered-set search per record.)
 #[must_use]
 pub fn duplicate_in(
     log: &PartitionLog,
     watched: &ValueSet,
     below: Offset,
 ) -> Option<(Bytes, Offset, Offset)> {
-    let mut values: Vec<(u64, &[u8], Offset)> = Vec::new();
+    let mut seen = FirstCopies::default();
     for b in log.batches() {
         if b.base_offset() >= below || b.is_control_batch() || b.producer_id().0 < 0 {
             continue;
@@ -194,34 +217,82 @@ pub fn duplicate_in(
             if offset >= below {
                 break;
             }
-            if let Some(value) = value {
-                values.push((value_hash(value), value, offset));
+            let Some(value) = value else { continue };
+            let h = value_hash(value);
+            if let Some(first) = seen.first_or_insert(h, value, offset)
+                && let Some(stored) = watched.get_hashed(h, value)
+            {
+                return Some((stored.clone(), first, offset));
             }
         }
     }
-    values.sort_unstable();
-    let mut found: Option<(&Bytes, Offset, Offset)> = None;
-    for pair in values.windows(2) {
-        let ((h, v, first), (h2, v2, second)) = (pair[0], pair[1]);
-        // Within a run of copies the first pair holds the two earliest; a later pair of the
-        // run has a later second copy, so it never wins.
-        if h != h2 || v != v2 || found.is_some_and(|(_, _, s)| s <= second) {
-            continue;
+    None
+}
+
+/// The first offset of each value seen: an open-addressing table (linear probing) over the
+/// values' 64-bit hashes. Only looked up, never iterated, so its layout reaches no result.
+#[derive(Default)]
+struct FirstCopies<'a> {
+    /// `(hash, value, first offset)` in insertion order.
+    values: Vec<(u64, &'a [u8], Offset)>,
+    /// Index + 1 into `values`, 0 for an empty slot; its length is a power of two at least
+    /// twice `values`'.
+    slots: Vec<u32>,
+}
+
+impl<'a> FirstCopies<'a> {
+    /// The first offset of `value` if it was seen; otherwise records it at `offset`.
+    fn first_or_insert(&mut self, h: u64, value: &'a [u8], offset: Offset) -> Option<Offset> {
+        if self.slots.len() < 2 * (self.values.len() + 1) {
+            self.grow();
         }
-        if let Some(stored) = watched.get_hashed(h, v) {
-            found = Some((stored, first, second));
+        let mask = self.slots.len() - 1;
+        // The low bits of a 64-bit hash pick the slot; the cast keeps them by design.
+        #[allow(clippy::cast_possible_truncation)]
+        let mut i = h as usize & mask;
+        loop {
+            match self.slots[i] {
+                0 => break,
+                n => {
+                    let (h2, v2, first) = self.values[n as usize - 1];
+                    if h2 == h && v2 == value {
+                        return Some(first);
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        self.values.push((h, value, offset));
+        self.slots[i] = u32::try_from(self.values.len()).expect("fewer than 2^32 values");
+        None
+    }
+
+    /// Doubles the table and re-places every value.
+    fn grow(&mut self) {
+        let len = (self.slots.len() * 2).max(1024);
+        self.slots = vec![0; len];
+        let mask = len - 1;
+        for (n, (h, _, _)) in self.values.iter().enumerate() {
+            #[allow(clippy::cast_possible_truncation)]
+            let mut i = *h as usize & mask;
+            while self.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = u32::try_from(n + 1).expect("fewer than 2^32 values");
         }
     }
-    found.map(|(v, first, second)| (v.clone(), first, second))
 }
 
 /// End of run: no replica holds a watched value twice (a leader anywhere in its log, a
 /// follower below its HW: above it a follower may hold a suffix it has yet to reconcile).
 pub fn check_no_duplicates(
-    records: &ClientRecords,
+    records: &mut ClientRecords,
     nodes: &NodeMap,
     name: &dyn Fn(NodeId) -> String,
 ) -> Result<(), Violation> {
+    for set in records.idempotent_values.values_mut() {
+        set.seal();
+    }
     for n in nodes.keys() {
         for ((_, tp), watched) in records
             .idempotent_values
@@ -421,14 +492,26 @@ mod tests {
     fn a_value_set_finds_exactly_its_values() {
         // Goal: membership by (hash, bytes) answers like a set of byte strings: equal bytes
         // are found whatever buffer they come from, a prefix or a longer value is not.
-        let set = watched(&["c1-0", "c1-1", "c10-0", ""]);
-        assert_eq!(set.len(), 4);
+        let mut set = watched(&["c1-0", "c1-1", "c10-0", "", "c1-1"]);
+        assert_eq!(set.len(), 4, "a value added twice is one value");
         assert_eq!(set.get(b"c1-1").map(|v| v.as_ref()), Some(&b"c1-1"[..]));
         assert_eq!(set.get(b"").map(|v| v.as_ref()), Some(&b""[..]));
         assert_eq!(set.get(b"c1-"), None);
         assert_eq!(set.get(b"c1-10"), None);
         assert_eq!(ValueSet::default().get(b"c1-0"), None);
         assert!(ValueSet::default().is_empty());
+        // Before sealing, lookups scan and answer the same; after more inserts too.
+        let mut open = ValueSet::default();
+        for v in ["c1-0", "c1-1", "c1-1"] {
+            open.insert(Bytes::from(v));
+        }
+        assert_eq!(open.get(b"c1-1").map(|v| v.as_ref()), Some(&b"c1-1"[..]));
+        assert_eq!(open.get(b"c1-2"), None);
+        open.seal();
+        open.insert(Bytes::from("c1-2"));
+        assert_eq!(open.get(b"c1-2").map(|v| v.as_ref()), Some(&b"c1-2"[..]));
+        assert_eq!(open.get(b"c1-0").map(|v| v.as_ref()), Some(&b"c1-0"[..]));
+        assert_eq!(open.len(), 3);
     }
 
     #[test]
@@ -464,6 +547,35 @@ mod tests {
         assert_eq!(
             duplicate_in(&thrice, &w, thrice.log_end_offset()),
             Some((Bytes::from("c1-2"), Offset(2), Offset(3)))
+        );
+    }
+
+    #[test]
+    fn first_copies_tell_colliding_hashes_apart_and_survive_growth() {
+        // Goal: the table answers by value, not by hash: two values under one hash (forced
+        // here) are two entries, and every first offset survives the table's growth.
+        let names: Vec<String> = (0..5_000).map(|i| format!("v{i}")).collect();
+        let mut seen = FirstCopies::default();
+        for (i, n) in names.iter().enumerate() {
+            // Every value shares its hash with nine others.
+            let h = (i / 10) as u64;
+            assert_eq!(
+                seen.first_or_insert(h, n.as_bytes(), Offset(i as i64)),
+                None
+            );
+        }
+        for (i, n) in names.iter().enumerate() {
+            let h = (i / 10) as u64;
+            assert_eq!(
+                seen.first_or_insert(h, n.as_bytes(), Offset(9_999)),
+                Some(Offset(i as i64)),
+                "{n}"
+            );
+        }
+        assert_eq!(
+            seen.first_or_insert(0, b"v10", Offset(1)),
+            None,
+            "v10 has hash 1"
         );
     }
 

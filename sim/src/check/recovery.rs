@@ -18,8 +18,9 @@ use bytes::Bytes;
 use mirror_core::broker::recovery::{self, RecoveryRecord};
 use mirror_core::broker::storage::partition_dir;
 use mirror_core::broker::{IoOp, partition::Partition};
+use mirror_core::log::partition_log::PartitionLog;
 use mirror_core::protocol::NodeId;
-use mirror_core::record::RecordBatch;
+use mirror_core::record::{RecordBatch, codec};
 use mirror_core::types::TopicPartition;
 
 use super::Violation;
@@ -141,6 +142,9 @@ pub fn files_hold_logs(
 /// How a replica's segment files differ from its log, if they do.
 fn files_difference(image: &BTreeMap<String, Bytes>, p: &Partition) -> Option<String> {
     let log = &p.log;
+    if files_are_log(image, log) {
+        return None;
+    }
     let mut on_disk: Vec<RecordBatch> = Vec::new();
     for (path, bytes) in image.iter().filter(|(p, _)| p.ends_with(".log")) {
         let (batches, err) = RecordBatch::decode_many_unchecked_crc(bytes.clone());
@@ -163,6 +167,42 @@ fn files_difference(image: &BTreeMap<String, Bytes>, p: &Partition) -> Option<St
         .zip(log.batches())
         .find(|(d, m)| d != m)
         .map(|(d, _)| format!("batch at {} differs", d.base_offset()))
+}
+
+/// True when the segment files hold exactly the log's batches, byte for byte, and no batch
+/// below the log start: the usual answer, told by the batches' framing alone. Anything else
+/// (a frame that does not parse, a difference, a batch below the log start, which the full
+/// check decodes too) is left to the full check, which decodes every record and says where
+/// they differ; when this says true, the full check finds no difference either (the log's
+/// batches were validated when they were built).
+fn files_are_log(image: &BTreeMap<String, Bytes>, log: &PartitionLog) -> bool {
+    let start = log.log_start_offset().0;
+    let mut want = log.batches();
+    for bytes in image
+        .iter()
+        .filter(|(p, _)| p.ends_with(".log"))
+        .map(|(_, b)| b)
+    {
+        let mut rest: &[u8] = bytes;
+        while !rest.is_empty() {
+            let Ok(total) = codec::frame_len_unchecked_crc(rest) else {
+                return false;
+            };
+            let (frame, tail) = rest.split_at(total);
+            rest = tail;
+            let at = |i: usize, n: usize| &frame[i..i + n];
+            let base = i64::from_be_bytes(at(codec::BASE_OFFSET, 8).try_into().expect("8"));
+            let last_delta =
+                i32::from_be_bytes(at(codec::LAST_OFFSET_DELTA, 4).try_into().expect("4"));
+            if base.saturating_add(i64::from(last_delta)) < start {
+                return false;
+            }
+            if want.next().is_none_or(|b| b.bytes()[..] != *frame) {
+                return false;
+            }
+        }
+    }
+    want.next().is_none()
 }
 
 #[cfg(test)]
@@ -218,5 +258,29 @@ mod tests {
         assert!(files_difference(&image(&more, b""), &replica(0)).is_some());
         // An append that did not reach the disk.
         assert!(files_difference(&image(&all[..2], b""), &replica(0)).is_some());
+    }
+
+    #[test]
+    fn the_framing_shortcut_answers_only_for_files_that_are_the_log() {
+        // Goal: `files_are_log` may say true only where the full decode finds no difference,
+        // and says false (leaving the answer to the full check) for everything else,
+        // including a batch below the log start, which the full check still decodes.
+        let all = [batch(0), batch(1), batch(2)];
+        assert!(files_are_log(&image(&all, b""), &replica(0).log));
+        assert!(!files_are_log(&image(&all, b""), &replica(2).log));
+        assert!(!files_are_log(&image(&all[..2], b""), &replica(0).log));
+        assert!(!files_are_log(
+            &image(&all, &batch(3).bytes()[..20]),
+            &replica(0).log
+        ));
+        let mut other = BytesMut::from(&batch(2).bytes()[..]);
+        // The value's first byte ("v2" is followed only by the header count).
+        let at = other.len() - 3;
+        other[at] ^= 1;
+        let other = RecordBatch::decode_many_unchecked_crc(other.freeze()).0;
+        let changed = [batch(0), batch(1), other[0].clone()];
+        assert!(!files_are_log(&image(&changed, b""), &replica(0).log));
+        let d = files_difference(&image(&changed, b""), &replica(0)).unwrap();
+        assert!(d.contains("batch at 2 differs"), "{d}");
     }
 }

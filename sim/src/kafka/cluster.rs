@@ -1196,7 +1196,8 @@ impl KafkaWorld {
             c.report(v);
         }
         if c.violation().is_none()
-            && let Err(v) = crate::check::outcomes::check_no_duplicates(&c.clients, &nodes, &name)
+            && let Err(v) =
+                crate::check::outcomes::check_no_duplicates(&mut c.clients, &nodes, &name)
         {
             c.report(v);
         }

@@ -261,7 +261,12 @@ impl<M: WireSize + MessageKind + 'static> Network<M> {
     /// TCP write it never reports failure: a message that will not arrive is simply dropped
     /// (see the module doc), and the caller's request timeout handles it.
     pub fn send(&self, from: NodeId, to: NodeId, msg: M) -> u64 {
-        let now = Instant::now();
+        self.send_at(from, to, msg, Instant::now())
+    }
+
+    /// [`Self::send`] for a caller that has read the madsim time already: `now` must be the
+    /// current madsim time (it does not move while a task runs).
+    pub fn send_at(&self, from: NodeId, to: NodeId, msg: M, now: Instant) -> u64 {
         let bytes = msg.wire_size() as u64;
         let kind = KindKey::new(msg.kind(), from, to);
         let partitions = msg.partitions() as u64;
@@ -302,9 +307,10 @@ impl<M: WireSize + MessageKind + 'static> Network<M> {
             .latency_for(from.cluster, to.cluster)
             .sample(&mut rng)
             + r.faults.spike_extra(from, to, now);
-        let floor = r.link_clock.get(&(from, to)).copied().unwrap_or(now);
-        let at = (now + latency).max(floor);
-        r.link_clock.insert((from, to), at);
+        // FIFO per link: never before the link's last delivery (one look-up reads and sets).
+        let clock = r.link_clock.get_or_insert_with(&(from, to), || now);
+        let at = (now + latency).max(*clock);
+        *clock = at;
         r.schedule(
             at,
             InFlight {

@@ -21,40 +21,116 @@ const SUBJECT_WIDTH: usize = 12;
 /// (never rounded up) to milliseconds so a line never shows a time that has not happened yet.
 #[must_use]
 pub fn line(t_micros: u64, seq: u64, node: &str, subject: &str, text: &str) -> String {
-    let mut out = String::with_capacity(48 + text.len());
+    let mut out = Vec::with_capacity(48 + text.len());
     write_line(&mut out, t_micros, seq, node, subject, text);
-    out
+    String::from_utf8(out).expect("a trace line is UTF-8: its parts are")
 }
 
-/// [`line`] into a reused buffer (cleared first): the sink formats every event, kept or only
-/// hashed, so it avoids an allocation per event, and writes its numbers and padding by hand
-/// (the same bytes `format!("{secs}.{millis:03}s #{seq:07} {node:<6} {subject:<12} {text}")`
-/// gives, without the formatting machinery: this runs once per event).
-fn write_line(out: &mut String, t_micros: u64, seq: u64, node: &str, subject: &str, text: &str) {
+/// [`line`] into a reused byte buffer (cleared first): the sink formats every event, kept or
+/// only hashed, so it avoids an allocation per event, and writes its numbers and padding by
+/// hand (the same bytes `format!("{secs}.{millis:03}s #{seq:07} {node:<6} {subject:<12}
+/// {text}")` gives, without the formatting machinery: this runs once per event). Bytes, not
+/// a `String`: the hash reads bytes, and only a kept line (a few in a thousand) is turned
+/// into a `String`, while a `String` checked its capacity for every character pushed.
+fn write_line(out: &mut Vec<u8>, t_micros: u64, seq: u64, node: &str, subject: &str, text: &str) {
     out.clear();
     let secs = t_micros / 1_000_000;
     let millis = (t_micros / 1_000) % 1_000;
     // `{secs}.{millis:03}` right-aligned in TIME_WIDTH.
     let digits = secs.checked_ilog10().map_or(1, |d| d as usize + 1);
-    out.push_str("t=");
-    for _ in (digits + 4)..TIME_WIDTH {
-        out.push(' ');
-    }
-    push_decimal(out, secs, 1);
-    out.push('.');
-    push_decimal(out, millis, 3);
-    out.push_str("s #");
-    push_decimal(out, seq, 7);
-    out.push(' ');
-    push_left_aligned(out, node, NODE_WIDTH);
-    out.push(' ');
-    push_left_aligned(out, subject, SUBJECT_WIDTH);
-    out.push(' ');
-    out.push_str(text);
+    out.extend_from_slice(b"t=");
+    push_repeated_bytes(out, b' ', TIME_WIDTH.saturating_sub(digits + 4));
+    push_decimal_bytes(out, secs, 1);
+    out.push(b'.');
+    push_decimal_bytes(out, millis, 3);
+    out.extend_from_slice(b"s #");
+    push_decimal_bytes(out, seq, 7);
+    out.push(b' ');
+    push_left_aligned_bytes(out, node, NODE_WIDTH);
+    out.push(b' ');
+    push_left_aligned_bytes(out, subject, SUBJECT_WIDTH);
+    out.push(b' ');
+    out.extend_from_slice(text.as_bytes());
     // An empty text (or subject) would leave padding at the end; trailing blanks only make
     // diffs noisy.
-    let trimmed = out.trim_end().len();
-    out.truncate(trimmed);
+    trim_end_bytes(out);
+}
+
+/// `str::trim_end` on the UTF-8 in `out`: ASCII blanks are cut byte by byte; a line that
+/// ends in a multi-byte character (which may be Unicode white space) is left to `trim_end`.
+fn trim_end_bytes(out: &mut Vec<u8>) {
+    while let Some(&b) = out.last() {
+        match b {
+            // `char::is_whitespace` of ASCII: tab, line feed, vertical tab, form feed,
+            // carriage return, space.
+            b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ' => {
+                out.pop();
+            }
+            0x80.. => {
+                let keep = std::str::from_utf8(out)
+                    .expect("a trace line is UTF-8: its parts are")
+                    .trim_end()
+                    .len();
+                out.truncate(keep);
+                return;
+            }
+            _ => return,
+        }
+    }
+}
+
+/// [`push_decimal`] into bytes.
+fn push_decimal_bytes(out: &mut Vec<u8>, v: u64, width: usize) {
+    let (buf, from) = decimal(v, width);
+    if width > buf.len() {
+        push_repeated_bytes(out, b'0', width - buf.len());
+    }
+    out.extend_from_slice(&buf[from..]);
+}
+
+/// Two-digit groups `00`..`99`, for [`decimal`].
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// `v` in decimal, right-aligned in 20 bytes of zeros, and where it starts once zero-padded
+/// to `width` digits (at most 20 here; callers add any wider padding). Two digits per
+/// division: this runs several times per trace event.
+fn decimal(mut v: u64, width: usize) -> ([u8; 20], usize) {
+    let mut buf = [b'0'; 20];
+    let mut i = buf.len();
+    while v >= 100 {
+        // Below 100: the cast cannot truncate.
+        #[allow(clippy::cast_possible_truncation)]
+        let r = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[r..r + 2]);
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let r = v as usize * 2;
+    if v >= 10 {
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[r..r + 2]);
+    } else {
+        i -= 1;
+        buf[i] = PAIRS[r + 1];
+    }
+    let from = i.min(buf.len().saturating_sub(width));
+    (buf, from)
+}
+
+/// `s` padded with spaces to `width` characters (`{s:<width$}`, which counts characters).
+fn push_left_aligned_bytes(out: &mut Vec<u8>, s: &str, width: usize) {
+    out.extend_from_slice(s.as_bytes());
+    push_repeated_bytes(out, b' ', width.saturating_sub(s.chars().count()));
+}
+
+/// `n` copies of the byte `b`.
+fn push_repeated_bytes(out: &mut Vec<u8>, b: u8, n: usize) {
+    out.resize(out.len() + n, b);
 }
 
 /// `v` in decimal, zero-padded to at least `width` digits (`{v:0width$}`).
@@ -77,14 +153,6 @@ pub(crate) fn push_decimal(out: &mut String, mut v: u64, width: usize) {
     }
     for &b in &buf[i..] {
         out.push(char::from(b));
-    }
-}
-
-/// `s` padded with spaces to `width` characters (`{s:<width$}`, which counts characters).
-fn push_left_aligned(out: &mut String, s: &str, width: usize) {
-    out.push_str(s);
-    for _ in s.chars().count()..width {
-        out.push(' ');
     }
 }
 
@@ -118,7 +186,7 @@ pub struct TraceSink {
     hash: TraceHash,
     next_seq: u64,
     hashed_lines: u64,
-    scratch: String,
+    scratch: Vec<u8>,
     limit: Option<u64>,
 }
 
@@ -137,7 +205,7 @@ impl TraceSink {
             hash: TraceHash::new(),
             next_seq: 0,
             hashed_lines: 0,
-            scratch: String::new(),
+            scratch: Vec::new(),
             limit: None,
         }
     }
@@ -194,10 +262,10 @@ impl TraceSink {
         self.next_seq += 1;
         let mut buf = std::mem::take(&mut self.scratch);
         write_line(&mut buf, t_micros, seq, node, subject, text);
-        self.hash_line(&buf);
+        self.hash_line_bytes(&buf);
         if self.keeps(level) {
             let mut kept = String::with_capacity(buf.len() + detail.map_or(0, |d| d.len() + 1));
-            kept.push_str(&buf);
+            kept.push_str(std::str::from_utf8(&buf).expect("a trace line is UTF-8: its parts are"));
             if let Some(d) = detail {
                 kept.push(' ');
                 kept.push_str(d);
@@ -217,7 +285,11 @@ impl TraceSink {
     }
 
     fn hash_line(&mut self, line: &str) {
-        self.hash.update(line.as_bytes());
+        self.hash_line_bytes(line.as_bytes());
+    }
+
+    fn hash_line_bytes(&mut self, line: &[u8]) {
+        self.hash.update(line);
         self.hash.update(b"\n");
         self.hashed_lines += 1;
     }
@@ -308,6 +380,34 @@ mod tests {
                 w = TIME_WIDTH + 1
             );
             assert_eq!(line(t, seq, node, subject, text), expected.trim_end());
+        }
+    }
+
+    #[test]
+    fn decimals_equal_the_format_macro_at_every_width() {
+        for v in [0, 7, 10, 99, 1_000, 123_456_789, u64::MAX] {
+            for width in [0, 1, 3, 7, 20, 25, 47] {
+                let mut out = String::from("x");
+                push_decimal(&mut out, v, width);
+                assert_eq!(out, format!("x{v:0width$}"));
+            }
+        }
+    }
+
+    #[test]
+    fn trailing_blanks_are_trimmed_as_trim_end_does() {
+        // Goal: the byte-wise trim cuts exactly what `str::trim_end` cuts, ASCII blanks
+        // (vertical tab included) and Unicode white space after a multi-byte character.
+        for text in [
+            "x \t\n\u{b}\u{c}\r ",
+            "x\u{a0}",
+            "x \u{3000} ",
+            "é",
+            "x\u{1f}",
+            "",
+        ] {
+            let expected = format!("t=     0.000s #0000000 n      s            {text}");
+            assert_eq!(line(0, 0, "n", "s", text), expected.trim_end(), "{text:?}");
         }
     }
 

@@ -381,6 +381,18 @@ impl std::ops::Index<&i32> for Parts {
     }
 }
 
+/// The value of record `n` of client `client`: `c<client>-<n>`, unique in a run (the
+/// checkers find a record by its value). Written by hand: one is made per record, and
+/// `format!` cost as much as the rest of generating it.
+fn record_value(client: u32, n: u64) -> Bytes {
+    let mut s = String::with_capacity(24);
+    s.push('c');
+    crate::trace::format::push_decimal(&mut s, u64::from(client), 0);
+    s.push('-');
+    crate::trace::format::push_decimal(&mut s, n, 0);
+    Bytes::from(s)
+}
+
 /// Whether sending `batch` under `current` gives it a new sequence: it has none yet, or it
 /// carries an older pair and its partition already counts sequences for `current`
 /// (`partition_current`: a rewrite after a bump).
@@ -709,7 +721,7 @@ impl Producer {
             if at > now {
                 break;
             }
-            let value = Bytes::from(format!("c{}-{}", self.cfg.client, self.generated));
+            let value = record_value(self.cfg.client, self.generated);
             self.generated += 1;
             self.next_gen_at = Some(at.plus_micros(interval_us));
             let p = self.sticky;
@@ -1480,7 +1492,11 @@ impl Producer {
             consider(self.next_gen_at.unwrap_or(Instant::ZERO));
         }
         for s in self.parts.busy_states() {
-            if let Some(b) = s.queue.iter().find(|b| !b.in_flight) {
+            // A queue whose batches are all in flight has none waiting (skips reading each
+            // batch: at scale, most queues are all in flight).
+            if s.in_flight() < s.queue.len()
+                && let Some(b) = s.queue.iter().find(|b| !b.in_flight)
+            {
                 consider(b.retry_at);
             }
             if let Some(b) = s.queue.front().filter(|b| !b.in_flight) {
@@ -1533,6 +1549,13 @@ impl Node for Producer {
 #[cfg(test)]
 mod parts_tests {
     use super::*;
+
+    #[test]
+    fn record_values_are_client_and_number() {
+        for (c, n) in [(0, 0), (7, 10), (u32::MAX, u64::MAX), (12, 1_000_000)] {
+            assert_eq!(record_value(c, n), Bytes::from(format!("c{c}-{n}")));
+        }
+    }
 
     #[test]
     fn the_busy_walk_crosses_words_of_the_bit_set() {

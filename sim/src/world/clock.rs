@@ -40,7 +40,14 @@ impl SimClock {
     /// World time now, truncated to whole microseconds (never ahead of madsim time).
     #[must_use]
     pub fn now(&self) -> Instant {
-        Instant(micros(self.elapsed()))
+        self.at(madsim::time::Instant::now())
+    }
+
+    /// World time of madsim instant `sim` (for a caller that read madsim's time already: a
+    /// read is a call into madsim's clock, a few hundred instructions).
+    #[must_use]
+    pub fn at(&self, sim: madsim::time::Instant) -> Instant {
+        Instant(micros(sim.saturating_duration_since(self.start)))
     }
 
     /// Simulated time since the world started.

@@ -134,15 +134,19 @@ pub(super) async fn drive<N: Node + Send + 'static>(world: World<N>, id: NodeId)
     };
     let clock = world.clock();
     let mut spins = (Instant::ZERO, 0u32);
+    // World time as of the last wake: madsim's time moves only while every task waits, so it
+    // holds until the next await (reading madsim's clock costs a few hundred instructions).
+    let mut now = clock.now();
     loop {
         if let Err(e) = drain(&world, id, &run) {
             world.halt(id, run.incarnation, &e);
             return;
         }
         let deadline = lock(&run.state).poll_timeout();
-        match next_wake(&clock, &mut run.inbox, deadline, TimerOwner::Node(id)).await {
+        let wake = next_wake(&clock, &mut run.inbox, deadline, now, TimerOwner::Node(id)).await;
+        now = clock.now();
+        match wake {
             Wake::Timer => {
-                let now = clock.now();
                 spins = if spins.0 == now {
                     (now, spins.1 + 1)
                 } else {
@@ -157,7 +161,6 @@ pub(super) async fn drive<N: Node + Send + 'static>(world: World<N>, id: NodeId)
                 lock(&run.state).handle_timeout(now);
             }
             Wake::Message(env) => {
-                let now = clock.now();
                 let Wire { id: cid, message } = env.msg;
                 lock(&run.state).handle_message(now, env.from, cid, message);
             }
@@ -208,15 +211,16 @@ pub(super) fn apply_io(disk: &mut SimDisk, op: &IoOp) -> Result<(), DiskError> {
     }
 }
 
-/// Waits for the node's timer or its inbox. Biased: a timer already due wins without
+/// Waits for the node's timer or its inbox (`now` is the current world time). Biased: a timer already due wins without
 /// waiting; otherwise the timer is polled before the inbox, so a tie goes to the timer.
 async fn next_wake(
     clock: &SimClock,
     inbox: &mut Inbox<Wire>,
     deadline: Option<Instant>,
+    now: Instant,
     owner: TimerOwner,
 ) -> Wake {
-    if deadline.is_some_and(|d| d <= clock.now()) {
+    if deadline.is_some_and(|d| d <= now) {
         return Wake::Timer;
     }
     let mut sleep = deadline.map(|d| sleep_exact(clock.to_sim(d), owner));

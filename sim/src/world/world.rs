@@ -759,20 +759,27 @@ impl<N: Node + Send + 'static> World<N> {
             .in_flight
             .as_ref()
             .and_then(|f| lock(f).on_send(from, to, id, &message));
-        self.emit(&TraceEvent::Send {
-            from,
-            to,
-            id,
-            message: &message,
-            answers,
-        });
-        self.inner.net.send(from, to, Wire { id, message });
+        // One read of madsim's clock serves the trace line and the network.
+        let sim_now = madsim::time::Instant::now();
+        self.emit_at(
+            &TraceEvent::Send {
+                from,
+                to,
+                id,
+                message: &message,
+                answers,
+            },
+            self.inner.clock.at(sim_now),
+        );
+        self.inner
+            .net
+            .send_at(from, to, Wire { id, message }, sim_now);
     }
 
     /// Traces a node event and hands it to the observer.
     pub(super) fn node_event(&self, node: NodeId, event: &Event) {
         let t = self.now();
-        let seq = self.emit(&TraceEvent::Node { node, event });
+        let seq = self.emit_at(&TraceEvent::Node { node, event }, t);
         self.observe(EventCtx { t, seq, node }, event);
     }
 
@@ -837,9 +844,14 @@ impl<N: Node + Send + 'static> World<N> {
     }
 
     fn emit(&self, ev: &TraceEvent<'_>) -> u64 {
+        self.emit_at(ev, self.now())
+    }
+
+    /// [`Self::emit`] at world time `t`, which must be now.
+    fn emit_at(&self, ev: &TraceEvent<'_>, t: Instant) -> u64 {
         let mut columns = lock(&self.inner.columns);
         let level = ev.render_into(&self.inner.names, &mut columns);
-        let t = self.now().0;
+        let t = t.0;
         let mut sink = lock(&self.inner.trace);
         let detail = if sink.keeps(level) { ev.detail() } else { None };
         let c = &*columns;

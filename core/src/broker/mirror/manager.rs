@@ -159,11 +159,10 @@ impl Broker {
     /// mirror's configs. `None` for a topic that is not mirrored here.
     #[must_use]
     pub fn mirror_source_cluster(&self, tp: &TopicPartition) -> Option<ClusterIdx> {
-        let mirror = match self.mirror_runs.get(tp) {
-            Some(r) => r.mirror.clone(),
-            None => self.mirror_membership(&tp.topic)?.mirror_name,
-        };
-        self.mirror_source(&mirror).map(|(c, _)| c)
+        match self.mirror_runs.get(tp) {
+            Some(r) => self.mirror_source_index(&r.mirror),
+            None => self.mirror_source_index(&self.mirror_membership(&tp.topic)?.mirror_name),
+        }
     }
 
     /// The mirror membership of a topic, from its `mirror.name` config.
@@ -955,17 +954,28 @@ impl Broker {
         &self,
         mirror: &str,
     ) -> Option<(ClusterIdx, Vec<BrokerId>)> {
+        let (cluster, bootstrap) = self.mirror_source_configs(mirror)?;
+        let brokers = bootstrap
+            .split(',')
+            .filter_map(|b| b.trim().parse().ok().map(BrokerId))
+            .collect();
+        Some((cluster, brokers))
+    }
+
+    /// The source cluster of a mirror: [`Self::mirror_source`] without parsing the brokers
+    /// (the mirror checker asks for it on every mirrored append).
+    fn mirror_source_index(&self, mirror: &str) -> Option<ClusterIdx> {
+        self.mirror_source_configs(mirror).map(|(c, _)| c)
+    }
+
+    /// A mirror's source cluster and its bootstrap list, both required.
+    fn mirror_source_configs(&self, mirror: &str) -> Option<(ClusterIdx, &str)> {
         let cfg = self
             .image
             .configs
             .get(&ConfigResource::Mirror(mirror.to_string()))?;
         let cluster = ClusterIdx(cfg.get(SOURCE_CLUSTER_INDEX_CONFIG)?.parse().ok()?);
-        let brokers = cfg
-            .get(BOOTSTRAP_SERVERS_CONFIG)?
-            .split(',')
-            .filter_map(|b| b.trim().parse().ok().map(BrokerId))
-            .collect();
-        Some((cluster, brokers))
+        Some((cluster, cfg.get(BOOTSTRAP_SERVERS_CONFIG)?))
     }
 
     /// Periodic re-drive of mirror runs that wait on something outside.
