@@ -221,6 +221,8 @@ pub(super) fn lock<M>(m: &Mutex<Router<M>>) -> MutexGuard<'_, Router<M>> {
 
 /// The delivery task. Holds only a `Weak`, so it ends once every handle is gone.
 pub(super) async fn pump<M: 'static>(router: Weak<Mutex<Router<M>>>) {
+    // Where the network's timer count sits (see `Timer::with_slot`).
+    let mut timer_slot = usize::MAX;
     loop {
         let head = {
             let Some(r) = router.upgrade() else { return };
@@ -232,7 +234,8 @@ pub(super) async fn pump<M: 'static>(router: Weak<Mutex<Router<M>>>) {
             r.pump_kicked = false;
             r.queue.first_key_value().map(|((at, _), _)| *at)
         };
-        let mut sleep = head.map(|at| Box::pin(sleep_exact(at, TimerOwner::Network)));
+        let mut sleep =
+            head.map(|at| Box::pin(sleep_exact(at, TimerOwner::Network).with_slot(timer_slot)));
         poll_fn(|cx| {
             if let Some(s) = sleep.as_mut()
                 && s.as_mut().poll(cx).is_ready()
@@ -250,5 +253,8 @@ pub(super) async fn pump<M: 'static>(router: Weak<Mutex<Router<M>>>) {
             Poll::Pending
         })
         .await;
+        if let Some(s) = &sleep {
+            timer_slot = s.slot();
+        }
     }
 }

@@ -894,6 +894,10 @@ impl Producer {
             state.draining = false;
         }
         let mut in_flight = state.in_flight();
+        if in_flight == state.queue.len() {
+            // Every batch is in flight: the walk below would only skip them, reading each.
+            return;
+        }
         let mut i = 0;
         while i < self.parts.at(k).queue.len() && in_flight < max_in_flight {
             let state = self.parts.at(k);

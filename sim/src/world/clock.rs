@@ -161,6 +161,22 @@ pub struct Timer {
     slot: usize,
 }
 
+impl Timer {
+    /// The same timer, trying `slot` first for its owner's count: a driver that sets one
+    /// sleep after another passes the slot its last timer found ([`Self::slot`]), so
+    /// counting a registration is an index, not a search through every owner's slot.
+    pub fn with_slot(mut self, slot: usize) -> Self {
+        self.slot = slot;
+        self
+    }
+
+    /// The owner's slot as last found (`usize::MAX` before the first count).
+    #[must_use]
+    pub fn slot(&self) -> usize {
+        self.slot
+    }
+}
+
 impl Future for Timer {
     type Output = ();
 

@@ -137,13 +137,16 @@ pub(super) async fn drive<N: Node + Send + 'static>(world: World<N>, id: NodeId)
     // World time as of the last wake: madsim's time moves only while every task waits, so it
     // holds until the next await (reading madsim's clock costs a few hundred instructions).
     let mut now = clock.now();
+    // Where this node's timer count sits (see `Timer::with_slot`).
+    let mut timer_slot = usize::MAX;
     loop {
         if let Err(e) = drain(&world, id, &run) {
             world.halt(id, run.incarnation, &e);
             return;
         }
         let deadline = lock(&run.state).poll_timeout();
-        let wake = next_wake(&clock, &mut run.inbox, deadline, now, TimerOwner::Node(id)).await;
+        let owner = (TimerOwner::Node(id), &mut timer_slot);
+        let wake = next_wake(&clock, &mut run.inbox, deadline, now, owner).await;
         now = clock.now();
         match wake {
             Wake::Timer => {
@@ -211,21 +214,22 @@ pub(super) fn apply_io(disk: &mut SimDisk, op: &IoOp) -> Result<(), DiskError> {
     }
 }
 
-/// Waits for the node's timer or its inbox (`now` is the current world time). Biased: a timer already due wins without
+/// Waits for the node's timer or its inbox (`now` is the current world time; the timer is
+/// counted for `owner`, trying its slot hint first and leaving the slot found there). Biased: a timer already due wins without
 /// waiting; otherwise the timer is polled before the inbox, so a tie goes to the timer.
 async fn next_wake(
     clock: &SimClock,
     inbox: &mut Inbox<Wire>,
     deadline: Option<Instant>,
     now: Instant,
-    owner: TimerOwner,
+    (owner, slot): (TimerOwner, &mut usize),
 ) -> Wake {
     if deadline.is_some_and(|d| d <= now) {
         return Wake::Timer;
     }
-    let mut sleep = deadline.map(|d| sleep_exact(clock.to_sim(d), owner));
+    let mut sleep = deadline.map(|d| sleep_exact(clock.to_sim(d), owner).with_slot(*slot));
     let mut recv = pin!(inbox.recv());
-    poll_fn(|cx| {
+    let wake = poll_fn(|cx| {
         if let Some(s) = sleep.as_mut()
             && Pin::new(s).poll(cx).is_ready()
         {
@@ -236,5 +240,9 @@ async fn next_wake(
             None => Wake::Closed,
         })
     })
-    .await
+    .await;
+    if let Some(s) = &sleep {
+        *slot = s.slot();
+    }
+    wake
 }
