@@ -37,6 +37,10 @@ impl KeyHasher {
 }
 
 impl Hasher for KeyHasher {
+    /// The raw state: its low bits (hashbrown's bucket) depend only on the low bits of the
+    /// words fed, which suits the keys it serves (partition numbers, node ids, hashes). Byte
+    /// strings that share their first bytes would share a bucket: hash such keys to a `u64`
+    /// first (as `check::outcomes` does with record values).
     fn finish(&self) -> u64 {
         self.0
     }
@@ -199,12 +203,12 @@ impl<K: Ord + Hash + Clone, V> KeyedMap<K, V> {
 
     /// Entries in key order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&K, &V)> + Clone {
-        self.entries.iter().map(|(k, v)| (k, v))
+        self.into_iter()
     }
 
     /// Entries in key order, values mutable.
     pub fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = (&K, &mut V)> {
-        self.entries.iter_mut().map(|(k, v)| (&*k, v))
+        self.into_iter()
     }
 
     /// Keys in order.

@@ -112,19 +112,19 @@ impl Delayed {
 /// `DelayedOperationPurgatory` leaves a completed operation in its `Watchers` until a purge:
 /// a follower's fetch watches every partition it names, and most are taken (answered) long
 /// before those partitions change. [`Purgatory::watching`] skips taken keys (keys are never
-/// reused), and the lists are purged once the taken entries outnumber the live ones.
+/// reused), and every list is purged once more than [`PURGE_INTERVAL`] taken operations may
+/// be left in them (Kafka's `advanceClock`: `estimatedTotalOperations - numDelayed >
+/// purgeInterval`).
 #[derive(Clone, Debug, Default)]
 pub struct Purgatory {
     next: u64,
     ops: BTreeMap<u64, Delayed>,
     watchers: PartitionMap<Vec<u64>>,
-    /// Watch-list entries, live or taken.
-    entries: usize,
-    /// Of those, entries of taken operations.
+    /// Operations taken since the last purge: their keys may still be in watch lists.
     taken: usize,
 }
 
-/// Taken entries left in the watch lists before a purge is considered (Kafka's
+/// Taken operations left in the watch lists before a purge (Kafka's
 /// `fetch.purgatory.purge.interval.requests` default is 1000).
 const PURGE_INTERVAL: usize = 1000;
 
@@ -134,7 +134,6 @@ impl Purgatory {
         let key = self.next;
         self.next += 1;
         for tp in op.watched() {
-            self.entries += 1;
             match self.watchers.get_mut(tp) {
                 Some(keys) => keys.push(key),
                 None => {
@@ -152,13 +151,9 @@ impl Purgatory {
         let Some(keys) = self.watchers.get_mut(tp) else {
             return Vec::new();
         };
-        // With no taken entry anywhere (just after a purge), every key is live.
+        // With no operation taken since the last purge, every key is live.
         if self.taken > 0 {
-            let before = keys.len();
             keys.retain(|k| self.ops.contains_key(k));
-            let dropped = before - keys.len();
-            self.entries -= dropped;
-            self.taken -= dropped;
         }
         keys.clone()
     }
@@ -183,8 +178,8 @@ impl Purgatory {
     /// Removes an operation.
     pub fn take(&mut self, key: u64) -> Option<Delayed> {
         let op = self.ops.remove(&key)?;
-        self.taken += op.watched().count();
-        if self.taken >= PURGE_INTERVAL && 2 * self.taken >= self.entries {
+        self.taken += 1;
+        if self.taken > PURGE_INTERVAL {
             self.purge();
         }
         Some(op)
@@ -195,12 +190,9 @@ impl Purgatory {
     /// at most the partitions that ever had an operation parked.
     fn purge(&mut self) {
         let ops = &self.ops;
-        let mut entries = 0;
         for keys in self.watchers.values_mut() {
             keys.retain(|k| ops.contains_key(k));
-            entries += keys.len();
         }
-        self.entries = entries;
         self.taken = 0;
     }
 
@@ -279,13 +271,11 @@ mod tests {
                 assert!(p.take(newest).is_some());
             }
             newest = k;
+            // Each operation watches at most 3 partitions: the lists hold the live ones'
+            // keys and at most PURGE_INTERVAL taken ones'.
             let list: usize = p.watchers.values().map(Vec::len).sum();
-            assert_eq!(list, p.entries);
-            assert!(
-                p.taken <= PURGE_INTERVAL.max(p.entries / 2) + 3,
-                "{}",
-                p.taken
-            );
+            assert!(p.taken <= PURGE_INTERVAL, "{}", p.taken);
+            assert!(list <= 3 * (p.len() + PURGE_INTERVAL), "{list}");
         }
         let live: Vec<u64> = p.keys().into_iter().filter(|k| *k != old).collect();
         let mut t0 = vec![old];

@@ -11,9 +11,12 @@
 //!   that a *mirrored* producer id's state holds (the consequence the PID reset exists to
 //!   prevent; kip1279.md A.1 STOPPING).
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::BuildHasherDefault;
 
 use bytes::Bytes;
+use mirror_core::keyed_map::KeyHasher;
 use mirror_core::log::partition_log::PartitionLog;
 use mirror_core::protocol::{ClusterIdx, NodeId};
 use mirror_core::types::{Offset, ProducerId, TopicPartition};
@@ -62,24 +65,22 @@ impl ValueSet {
         }
     }
 
-    /// The stored copy of `value`, if it is in the set.
+    /// The stored copy of `value`, if it is in the set: a binary search on the hashes once
+    /// sealed, a scan before.
     #[must_use]
     pub fn get(&self, value: &[u8]) -> Option<&Bytes> {
-        self.get_hashed(value_hash(value), value)
-    }
-
-    /// [`Self::get`] given the value's hash: a binary search once sealed, a scan before.
-    fn get_hashed(&self, h: u64, value: &[u8]) -> Option<&Bytes> {
-        let from = if self.sealed {
-            self.values.partition_point(|(k, _)| *k < h)
+        let h = value_hash(value);
+        let same = |(k, v): &&(u64, Bytes)| *k == h && v.as_ref() == value;
+        let found = if self.sealed {
+            let from = self.values.partition_point(|(k, _)| *k < h);
+            self.values[from..]
+                .iter()
+                .take_while(|(k, _)| *k == h)
+                .find(same)
         } else {
-            0
+            self.values.iter().find(same)
         };
-        self.values[from..]
-            .iter()
-            .take_while(|(k, _)| !self.sealed || *k == h)
-            .find(|(k, v)| *k == h && v.as_ref() == value)
-            .map(|(_, v)| v)
+        found.map(|(_, v)| v)
     }
 
     /// Number of distinct values (sealing first).
@@ -196,18 +197,18 @@ impl ClientRecords {
 /// reading offsets below `below` only. "First" is in log order: the value whose second copy
 /// comes earliest, with its first copy.
 ///
-/// One pass in log order over the log's values remembers each value's first copy in an
-/// open-addressing table keyed by the value's hash, and `watched` is asked only about a value
-/// met again. Offsets rise along the walk, so the first repeat of a watched value is the
-/// answer. (Sorting the values by hash to bring copies together cost half of this check, and
-/// a scan that looked each value up in `watched` one ordered-set search per record.)
+/// One pass in log order remembers each value's first offset, and `watched` is asked only
+/// about a value met again. Offsets rise along the walk, so the first repeat of a watched
+/// value is the answer. (Sorting the values by hash to bring copies together cost half of
+/// this check, and a scan that looked each value up in `watched` one ordered-set search per
+/// record.)
 #[must_use]
 pub fn duplicate_in(
     log: &PartitionLog,
     watched: &ValueSet,
     below: Offset,
 ) -> Option<(Bytes, Offset, Offset)> {
-    let mut seen = FirstCopies::default();
+    let mut first: FirstCopies<'_> = FirstCopies::default();
     for b in log.batches() {
         if b.base_offset() >= below || b.is_control_batch() || b.producer_id().0 < 0 {
             continue;
@@ -218,68 +219,34 @@ pub fn duplicate_in(
                 break;
             }
             let Some(value) = value else { continue };
-            let h = value_hash(value);
-            if let Some(first) = seen.first_or_insert(h, value, offset)
-                && let Some(stored) = watched.get_hashed(h, value)
-            {
-                return Some((stored.clone(), first, offset));
+            match first.entry(Seen(value_hash(value), value)) {
+                Entry::Vacant(e) => {
+                    e.insert(offset);
+                }
+                Entry::Occupied(e) => {
+                    if let Some(stored) = watched.get(value) {
+                        return Some((stored.clone(), *e.get(), offset));
+                    }
+                }
             }
         }
     }
     None
 }
 
-/// The first offset of each value seen: an open-addressing table (linear probing) over the
-/// values' 64-bit hashes. Only looked up, never iterated, so its layout reaches no result.
-#[derive(Default)]
-struct FirstCopies<'a> {
-    /// `(hash, value, first offset)` in insertion order.
-    values: Vec<(u64, &'a [u8], Offset)>,
-    /// Index + 1 into `values`, 0 for an empty slot; its length is a power of two at least
-    /// twice `values`'.
-    slots: Vec<u32>,
-}
+// Looked up only, never iterated, with a fixed hasher (the one `KeyedMap`'s index uses): no
+// order of this map can reach a result.
+/// The first offset of each value seen.
+type FirstCopies<'a> = std::collections::HashMap<Seen<'a>, Offset, BuildHasherDefault<KeyHasher>>;
 
-impl<'a> FirstCopies<'a> {
-    /// The first offset of `value` if it was seen; otherwise records it at `offset`.
-    fn first_or_insert(&mut self, h: u64, value: &'a [u8], offset: Offset) -> Option<Offset> {
-        if self.slots.len() < 2 * (self.values.len() + 1) {
-            self.grow();
-        }
-        let mask = self.slots.len() - 1;
-        // The low bits of a 64-bit hash pick the slot; the cast keeps them by design.
-        #[allow(clippy::cast_possible_truncation)]
-        let mut i = h as usize & mask;
-        loop {
-            match self.slots[i] {
-                0 => break,
-                n => {
-                    let (h2, v2, first) = self.values[n as usize - 1];
-                    if h2 == h && v2 == value {
-                        return Some(first);
-                    }
-                }
-            }
-            i = (i + 1) & mask;
-        }
-        self.values.push((h, value, offset));
-        self.slots[i] = u32::try_from(self.values.len()).expect("fewer than 2^32 values");
-        None
-    }
+/// A record value with its [`value_hash`]: hashed as that one word (`KeyHasher` spreads
+/// words, not byte strings that share a prefix), equal by the bytes.
+#[derive(PartialEq, Eq)]
+struct Seen<'a>(u64, &'a [u8]);
 
-    /// Doubles the table and re-places every value.
-    fn grow(&mut self) {
-        let len = (self.slots.len() * 2).max(1024);
-        self.slots = vec![0; len];
-        let mask = len - 1;
-        for (n, (h, _, _)) in self.values.iter().enumerate() {
-            #[allow(clippy::cast_possible_truncation)]
-            let mut i = *h as usize & mask;
-            while self.slots[i] != 0 {
-                i = (i + 1) & mask;
-            }
-            self.slots[i] = u32::try_from(n + 1).expect("fewer than 2^32 values");
-        }
+impl std::hash::Hash for Seen<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0);
     }
 }
 
@@ -551,31 +518,21 @@ mod tests {
     }
 
     #[test]
-    fn first_copies_tell_colliding_hashes_apart_and_survive_growth() {
-        // Goal: the table answers by value, not by hash: two values under one hash (forced
-        // here) are two entries, and every first offset survives the table's growth.
-        let names: Vec<String> = (0..5_000).map(|i| format!("v{i}")).collect();
-        let mut seen = FirstCopies::default();
-        for (i, n) in names.iter().enumerate() {
-            // Every value shares its hash with nine others.
-            let h = (i / 10) as u64;
-            assert_eq!(
-                seen.first_or_insert(h, n.as_bytes(), Offset(i as i64)),
-                None
-            );
-        }
-        for (i, n) in names.iter().enumerate() {
-            let h = (i / 10) as u64;
-            assert_eq!(
-                seen.first_or_insert(h, n.as_bytes(), Offset(9_999)),
-                Some(Offset(i as i64)),
-                "{n}"
-            );
-        }
+    fn a_copy_far_down_a_long_log_is_found_with_its_first_offset() {
+        // Goal: the first-copy table keeps every value's first offset however many values
+        // come before the repeat (it grows many times over 5,000 values).
+        let names: Vec<String> = (0..5_000).map(|i| format!("c1-{i}")).collect();
+        let mut batches: Vec<(i64, Vec<&str>)> = names
+            .chunks(10)
+            .map(|c| (7, c.iter().map(String::as_str).collect()))
+            .collect();
+        batches.push((8, vec!["c1-3", "c1-4321"]));
+        let slices: Vec<(i64, &[&str])> = batches.iter().map(|(p, v)| (*p, v.as_slice())).collect();
+        let log = log_of(&slices);
+        let w = watched(&["c1-4321"]);
         assert_eq!(
-            seen.first_or_insert(0, b"v10", Offset(1)),
-            None,
-            "v10 has hash 1"
+            duplicate_in(&log, &w, log.log_end_offset()),
+            Some((Bytes::from("c1-4321"), Offset(4321), Offset(5001)))
         );
     }
 

@@ -134,24 +134,12 @@ fn push_repeated_bytes(out: &mut Vec<u8>, b: u8, n: usize) {
 }
 
 /// `v` in decimal, zero-padded to at least `width` digits (`{v:0width$}`).
-pub(crate) fn push_decimal(out: &mut String, mut v: u64, width: usize) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        // A decimal digit: the cast cannot truncate.
-        #[allow(clippy::cast_possible_truncation)]
-        let digit = (v % 10) as u8;
-        buf[i] = b'0' + digit;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    for _ in (buf.len() - i)..width {
+pub(crate) fn push_decimal(out: &mut String, v: u64, width: usize) {
+    let (buf, from) = decimal(v, width);
+    for _ in buf.len()..width {
         out.push('0');
     }
-    for &b in &buf[i..] {
+    for &b in &buf[from..] {
         out.push(char::from(b));
     }
 }

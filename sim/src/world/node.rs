@@ -145,8 +145,16 @@ pub(super) async fn drive<N: Node + Send + 'static>(world: World<N>, id: NodeId)
             return;
         }
         let deadline = lock(&run.state).poll_timeout();
-        let owner = (TimerOwner::Node(id), &mut timer_slot);
-        let wake = next_wake(&clock, &mut run.inbox, deadline, now, owner).await;
+        let owner = TimerOwner::Node(id);
+        let wake = next_wake(
+            &clock,
+            &mut run.inbox,
+            deadline,
+            now,
+            owner,
+            &mut timer_slot,
+        )
+        .await;
         now = clock.now();
         match wake {
             Wake::Timer => {
@@ -222,7 +230,8 @@ async fn next_wake(
     inbox: &mut Inbox<Wire>,
     deadline: Option<Instant>,
     now: Instant,
-    (owner, slot): (TimerOwner, &mut usize),
+    owner: TimerOwner,
+    slot: &mut usize,
 ) -> Wake {
     if deadline.is_some_and(|d| d <= now) {
         return Wake::Timer;
