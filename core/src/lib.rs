@@ -27,6 +27,7 @@ pub mod mirror;
 pub mod protocol;
 pub mod record;
 pub mod replication;
+pub mod small_map;
 pub mod testing;
 pub mod time;
 pub mod types;

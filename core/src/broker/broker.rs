@@ -21,6 +21,7 @@ use super::storage;
 use super::timers::{TimerId, Timers};
 use crate::keyed_map::PartitionMap;
 use crate::protocol::{ClusterIdx, CorrelationId, NodeId, NodeRole, Request, Response};
+use crate::small_map::SmallMap;
 use crate::time::Instant;
 use crate::types::{BrokerId, Offset, TopicPartition};
 
@@ -120,7 +121,7 @@ pub struct Broker {
     /// When the recovery point checkpoint is next written (Kafka's
     /// `kafka-recovery-point-checkpoint` task); set when the periodic timers start.
     pub(super) next_recovery_point_checkpoint: Option<Instant>,
-    pub(super) fetchers: BTreeMap<BrokerId, Fetcher>,
+    pub(super) fetchers: SmallMap<BrokerId, Fetcher>,
     pub(super) pending: BTreeMap<CorrelationId, Pending>,
     pub(super) next_correlation: CorrelationId,
     pub(super) purgatory: Purgatory,
@@ -167,7 +168,7 @@ impl Broker {
                 .map(|b| storage::decode_offset_checkpoint(b))
                 .unwrap_or_default(),
             next_recovery_point_checkpoint: None,
-            fetchers: BTreeMap::new(),
+            fetchers: SmallMap::new(),
             pending: BTreeMap::new(),
             next_correlation: 1,
             purgatory: Purgatory::default(),

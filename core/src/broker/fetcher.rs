@@ -58,8 +58,7 @@ pub struct Fetcher {
 impl Broker {
     pub(super) fn add_to_fetcher(&mut self, leader: BrokerId, tp: TopicPartition, part: FetchPart) {
         self.fetchers
-            .entry(leader)
-            .or_default()
+            .get_or_insert_with(leader, Fetcher::default)
             .partitions
             .insert(tp, part);
         self.maybe_send_fetch(leader);
@@ -101,8 +100,10 @@ impl Broker {
         let Some(f) = self.fetchers.get_mut(&leader) else {
             return;
         };
-        let mut sent = Vec::new();
-        let mut req_parts = Vec::new();
+        // Sized for every partition of the session: most are sent, and growing the two
+        // vectors one push at a time was 1.5 % of the reference world at scale 10.
+        let mut sent = Vec::with_capacity(f.partitions.len());
+        let mut req_parts = Vec::with_capacity(f.partitions.len());
         let mut next_wake: Option<Instant> = None;
         for (tp, part) in &f.partitions {
             if part.resetting {

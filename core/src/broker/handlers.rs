@@ -427,7 +427,7 @@ impl Broker {
             let (done, err) = check_enough_replicas_reach_offset(
                 p.log.high_watermark(),
                 w.required_offset,
-                l.isr.maximal_isr().len(),
+                l.isr.maximal_isr_len(),
                 min,
             );
             if done {

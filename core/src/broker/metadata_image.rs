@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use crate::protocol::acl::{AclBinding, AclBindingFilter, AclId};
-use crate::protocol::metadata::{ConfigResource, MetadataRecord, PartitionRegistration};
+use crate::protocol::metadata::{
+    ConfigResource, ConfigResourceKey, ConfigResourceRef, MetadataRecord, PartitionRegistration,
+};
 use crate::types::{BrokerId, TopicId, TopicPartition};
 
 /// A broker as the metadata log describes it.
@@ -218,16 +220,11 @@ impl MetadataImage {
     /// A topic config value, if set.
     #[must_use]
     pub fn topic_config(&self, topic: &str, key: &str) -> Option<&str> {
-        // Topic resources sort first, by name: walk them from the smallest instead of
-        // allocating a `ConfigResource::Topic` key (this is asked on every HW check).
+        // Searched by reference: this is asked on every HW check and produce.
+        let resource: &dyn ConfigResourceKey = &ConfigResourceRef::Topic(topic);
         self.configs
-            .range(ConfigResource::Topic(String::new())..)
-            .map_while(|(r, m)| match r {
-                ConfigResource::Topic(t) if t.as_str() <= topic => Some((t, m)),
-                _ => None,
-            })
-            .find(|(t, _)| t.as_str() == topic)
-            .and_then(|(_, m)| m.get(key))
+            .get(resource)
+            .and_then(|m| m.get(key))
             .map(String::as_str)
     }
 

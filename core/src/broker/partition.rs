@@ -2,7 +2,7 @@
 //! its followers (ISR, follower LEOs, HW) or the follower's view of its leader. Pure rules
 //! come from `crate::replication`; this file applies them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use super::output::Event;
 use super::storage::PartitionFiles;
@@ -13,6 +13,7 @@ use crate::replication::fetch_leader::LeaderView;
 use crate::replication::high_watermark::{HwConfig, maybe_increment_leader_hw};
 use crate::replication::isr::{IsrState, out_of_sync_replicas, should_expand_isr};
 use crate::replication::replica::ReplicaState;
+use crate::small_map::SmallMap;
 use crate::types::{BrokerId, LeaderEpoch, Offset, TopicId, TopicPartition};
 
 /// The leader's bookkeeping.
@@ -21,7 +22,7 @@ pub struct LeaderState {
     /// Committed ISR and any in-flight AlterPartition.
     pub isr: IsrState,
     /// Followers' fetch state.
-    pub followers: BTreeMap<BrokerId, ReplicaState>,
+    pub followers: SmallMap<BrokerId, ReplicaState>,
     /// The LEO when this broker became leader in the current epoch (KIP-320 rule 4, and the
     /// "lagging HW" rule of ListOffsets).
     pub leader_epoch_start_offset: Offset,
@@ -190,7 +191,7 @@ impl Partition {
         }
         self.leader_epoch = reg.leader_epoch;
         let isr: BTreeSet<BrokerId> = reg.isr.iter().copied().collect();
-        let mut followers = BTreeMap::new();
+        let mut followers = SmallMap::new();
         for r in reg.replicas.iter().filter(|r| **r != me) {
             let mut st = ReplicaState::new(*r);
             st.reset_replica_state(now_ms, leo, true, isr.contains(r));

@@ -2,6 +2,8 @@
 //! `PartitionChange` carries the full resulting state (leader, epochs, ISR) rather than
 //! Kafka's field-by-field delta, so applying it never needs the previous record.
 
+use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use super::acl::{AclBinding, AclId};
@@ -17,6 +19,68 @@ pub enum ConfigResource {
     Broker(BrokerId),
     /// KIP-1279: a mirror (ConfigResource type `MIRROR`).
     Mirror(#[cfg_attr(feature = "fuzz", arbitrary(with = crate::fuzz::mirror_name))] String),
+}
+
+/// A [`ConfigResource`] by reference: a map keyed by `ConfigResource` is searched with it
+/// through [`ConfigResourceKey`], without building an owned key (a `String`) per look-up.
+/// Its variants are those of `ConfigResource`, in the same order, so the derived orders agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ConfigResourceRef<'a> {
+    /// [`ConfigResource::Topic`].
+    Topic(&'a str),
+    /// [`ConfigResource::Broker`].
+    Broker(BrokerId),
+    /// [`ConfigResource::Mirror`].
+    Mirror(&'a str),
+}
+
+/// What owned and borrowed config resources compare by (the `Borrow` trick for composite
+/// keys: `map.get(&ConfigResourceRef::Topic(name) as &dyn ConfigResourceKey)`).
+pub trait ConfigResourceKey {
+    /// The resource by reference.
+    fn key(&self) -> ConfigResourceRef<'_>;
+}
+
+impl ConfigResourceKey for ConfigResource {
+    fn key(&self) -> ConfigResourceRef<'_> {
+        match self {
+            Self::Topic(t) => ConfigResourceRef::Topic(t),
+            Self::Broker(b) => ConfigResourceRef::Broker(*b),
+            Self::Mirror(m) => ConfigResourceRef::Mirror(m),
+        }
+    }
+}
+
+impl ConfigResourceKey for ConfigResourceRef<'_> {
+    fn key(&self) -> ConfigResourceRef<'_> {
+        *self
+    }
+}
+
+impl<'a> Borrow<dyn ConfigResourceKey + 'a> for ConfigResource {
+    fn borrow(&self) -> &(dyn ConfigResourceKey + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn ConfigResourceKey + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for dyn ConfigResourceKey + '_ {}
+
+impl PartialOrd for dyn ConfigResourceKey + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn ConfigResourceKey + '_ {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
 }
 
 /// A partition's registration (Kafka: `PartitionRegistration`).
@@ -188,5 +252,40 @@ impl MirrorMembership {
             DesiredMirrorState::Stopped => MIRROR_REMOVED_SUFFIX,
         };
         format!("{}{suffix}", self.mirror_name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_borrowed_config_resource_orders_and_finds_like_the_owned_one() {
+        // Goal: the `Borrow` contract: `ConfigResourceRef` compares exactly as the owned
+        // keys do (names that prefix each other, every variant), so a map searched by
+        // reference finds what a search by owned key finds.
+        let owned = [
+            ConfigResource::Topic(String::new()),
+            ConfigResource::Topic("t".into()),
+            ConfigResource::Topic("t0".into()),
+            ConfigResource::Topic("t1".into()),
+            ConfigResource::Topic("u".into()),
+            ConfigResource::Broker(BrokerId(-1)),
+            ConfigResource::Broker(BrokerId(0)),
+            ConfigResource::Broker(BrokerId(7)),
+            ConfigResource::Mirror("m".into()),
+            ConfigResource::Mirror("t0".into()),
+        ];
+        for a in &owned {
+            for b in &owned {
+                assert_eq!(a.key().cmp(&b.key()), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
+        let map: BTreeMap<ConfigResource, usize> =
+            owned.iter().skip(1).step_by(2).cloned().zip(0..).collect();
+        for r in &owned {
+            let by_ref: &dyn ConfigResourceKey = &r.key();
+            assert_eq!(map.get(by_ref), map.get(r), "{r:?}");
+        }
     }
 }

@@ -62,10 +62,9 @@ where
     if cfg.kip966_min_isr_gate && is_under_min_isr(isr, cfg.min_insync_replicas, replica_count) {
         return None;
     }
-    let maximal = isr.maximal_isr();
     let mut new_hw = leader_leo;
     for r in replicas {
-        let counts = maximal.contains(&r.broker_id)
+        let counts = isr.in_maximal_isr(r.broker_id)
             || (r.is_caught_up(leader_leo, now_ms, replica_lag_time_max_ms)
                 && is_eligible(r.broker_id));
         let end = r.end_for_high_watermark();

@@ -66,6 +66,33 @@ impl IsrState {
         s
     }
 
+    /// Whether `broker` is in [`Self::maximal_isr`], without building the set (asked per
+    /// follower on every HW check).
+    #[must_use]
+    pub fn in_maximal_isr(&self, broker: BrokerId) -> bool {
+        self.isr.contains(&broker) || self.pending_expand() == Some(broker)
+    }
+
+    /// The size of [`Self::maximal_isr`], without building the set (asked on every acks=all
+    /// completion check).
+    #[must_use]
+    pub fn maximal_isr_len(&self) -> usize {
+        self.isr.len()
+            + usize::from(
+                self.pending_expand()
+                    .is_some_and(|b| !self.isr.contains(&b)),
+            )
+    }
+
+    fn pending_expand(&self) -> Option<BrokerId> {
+        match &self.pending {
+            Some(PendingIsrChange::Expand {
+                new_in_sync_replica,
+            }) => Some(*new_in_sync_replica),
+            _ => None,
+        }
+    }
+
     /// Starts an expand (Kafka: `prepareIsrExpand`). Returns the ISR to send in
     /// AlterPartition, or `None` (no change) if a change is already in flight.
     pub fn prepare_isr_expand(&mut self, replica: BrokerId) -> Option<BTreeSet<BrokerId>> {

@@ -287,3 +287,39 @@ fn test_check_enough_replicas_reach_offset() {
         (true, ErrorCode::NotEnoughReplicasAfterAppend)
     );
 }
+
+#[test]
+fn membership_and_size_of_the_maximal_isr_match_the_built_set() {
+    // Goal: the allocation-free `in_maximal_isr`/`maximal_isr_len` answer exactly as the set
+    // `maximal_isr` builds, with nothing in flight, an expand (of a new member or, after
+    // metadata raced it, of one already committed) and a shrink.
+    let pendings = [
+        None,
+        Some(PendingIsrChange::Expand {
+            new_in_sync_replica: BrokerId(3),
+        }),
+        Some(PendingIsrChange::Expand {
+            new_in_sync_replica: BrokerId(1),
+        }),
+        Some(PendingIsrChange::Shrink {
+            out_of_sync_replicas: set(&[1]),
+        }),
+    ];
+    for committed in [set(&[]), set(&[0]), set(&[0, 1]), set(&[0, 1, 2])] {
+        for pending in &pendings {
+            let state = IsrState {
+                isr: committed.clone(),
+                pending: pending.clone(),
+            };
+            let built = state.maximal_isr();
+            assert_eq!(state.maximal_isr_len(), built.len(), "{state:?}");
+            for b in 0..5 {
+                assert_eq!(
+                    state.in_maximal_isr(BrokerId(b)),
+                    built.contains(&BrokerId(b)),
+                    "{state:?} broker {b}"
+                );
+            }
+        }
+    }
+}

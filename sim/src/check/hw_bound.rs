@@ -1,9 +1,10 @@
 //! kafka-semantics §2.3 item 2, the leader's half: `HW ≤ min LEO over maximalIsr`, judged on
 //! what the leader knows of its followers (the LEO each reported in its last fetch).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use mirror_core::replication::ReplicaState;
+use mirror_core::small_map::SmallMap;
 use mirror_core::types::{BrokerId, Offset};
 
 /// The leader's side of one partition, as the bound reads it.
@@ -17,7 +18,7 @@ pub struct LeaderSide<'a> {
     /// Committed ISR plus an expand in flight.
     pub maximal_isr: BTreeSet<BrokerId>,
     /// The leader's bookkeeping of each follower.
-    pub followers: &'a BTreeMap<BrokerId, ReplicaState>,
+    pub followers: &'a SmallMap<BrokerId, ReplicaState>,
 }
 
 /// The first member of the maximal ISR whose reported LEO is below the leader's HW, with
@@ -82,7 +83,7 @@ mod tests {
         r
     }
 
-    fn side(followers: &BTreeMap<BrokerId, ReplicaState>, hw: i64) -> LeaderSide<'_> {
+    fn side(followers: &SmallMap<BrokerId, ReplicaState>, hw: i64) -> LeaderSide<'_> {
         LeaderSide {
             high_watermark: Offset(hw),
             log_start: Offset(0),
@@ -96,7 +97,7 @@ mod tests {
     fn a_follower_below_the_hw_breaks_the_bound() {
         // Follower 2 reported 1 in the incarnation the leader knows (epoch 7): the leader
         // advanced (or kept) a HW past what an ISR member holds.
-        let f: BTreeMap<_, _> = [(BrokerId(2), follower(2, 1, 7))].into_iter().collect();
+        let f: SmallMap<_, _> = [(BrokerId(2), follower(2, 1, 7))].into_iter().collect();
         assert_eq!(
             leader_hw_above_isr_follower(&side(&f, 5), |_| Some(7)),
             Some((BrokerId(2), Offset(1)))
@@ -108,7 +109,7 @@ mod tests {
             Some((BrokerId(2), Offset(1)))
         );
         // At the HW: the bound holds.
-        let f: BTreeMap<_, _> = [(BrokerId(2), follower(2, 5, 7))].into_iter().collect();
+        let f: SmallMap<_, _> = [(BrokerId(2), follower(2, 5, 7))].into_iter().collect();
         assert_eq!(
             leader_hw_above_isr_follower(&side(&f, 5), |_| Some(7)),
             None
@@ -119,7 +120,7 @@ mod tests {
     fn a_new_incarnation_the_leader_has_not_seen_registered_is_not_counted() {
         // Seed 8912: follower 5 lost a torn tail, came back as broker epoch 39 with LEO 1; the
         // leader's metadata still holds its old epoch 4 (and so the old ISR).
-        let f: BTreeMap<_, _> = [(BrokerId(2), follower(2, 1, 39))].into_iter().collect();
+        let f: SmallMap<_, _> = [(BrokerId(2), follower(2, 1, 39))].into_iter().collect();
         assert_eq!(
             leader_hw_above_isr_follower(&side(&f, 5), |_| Some(4)),
             None
@@ -127,7 +128,7 @@ mod tests {
         // Not registered in the leader's metadata at all.
         assert_eq!(leader_hw_above_isr_follower(&side(&f, 5), |_| None), None);
         // A follower that sends no broker epoch (-1) is always judged.
-        let f: BTreeMap<_, _> = [(BrokerId(2), follower(2, 1, -1))].into_iter().collect();
+        let f: SmallMap<_, _> = [(BrokerId(2), follower(2, 1, -1))].into_iter().collect();
         assert_eq!(
             leader_hw_above_isr_follower(&side(&f, 5), |_| Some(4)),
             Some((BrokerId(2), Offset(1)))
@@ -137,19 +138,19 @@ mod tests {
     #[test]
     fn kafka_windows_that_are_not_counted() {
         // Not in the maximal ISR.
-        let f: BTreeMap<_, _> = [(BrokerId(3), follower(3, 1, 7))].into_iter().collect();
+        let f: SmallMap<_, _> = [(BrokerId(3), follower(3, 1, 7))].into_iter().collect();
         assert_eq!(
             leader_hw_above_isr_follower(&side(&f, 5), |_| Some(7)),
             None
         );
         // Not heard from in this epoch.
-        let f: BTreeMap<_, _> = [(BrokerId(2), follower(2, -1, 7))].into_iter().collect();
+        let f: SmallMap<_, _> = [(BrokerId(2), follower(2, -1, 7))].into_iter().collect();
         assert_eq!(
             leader_hw_above_isr_follower(&side(&f, 5), |_| Some(7)),
             None
         );
         // A new leader's inherited HW at or below its epoch start.
-        let f: BTreeMap<_, _> = [(BrokerId(2), follower(2, 1, 7))].into_iter().collect();
+        let f: SmallMap<_, _> = [(BrokerId(2), follower(2, 1, 7))].into_iter().collect();
         let mut s = side(&f, 5);
         s.leader_epoch_start = Offset(5);
         assert_eq!(leader_hw_above_isr_follower(&s, |_| Some(7)), None);
