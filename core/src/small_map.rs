@@ -159,5 +159,5 @@ mod tests {
         }
         let collected: SmallMap<i32, u32> = btree.clone().into_iter().rev().collect();
         assert!(collected.iter().eq(btree.iter()));
-            }
+    }
 }

@@ -19,6 +19,7 @@
 //! Randomness comes only from `madsim::rand::thread_rng()` and time only from madsim, so a
 //! seed fixes every latency and every delivery order.
 
+mod due;
 mod kinds;
 mod links;
 mod router;

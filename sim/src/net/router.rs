@@ -1,9 +1,9 @@
 //! The shared network state and the single delivery task.
 //!
-//! Every in-flight message sits in one `BTreeMap<(deliver_at, seq), _>`. One madsim task
+//! Every in-flight message sits in one queue ordered by `(deliver_at, seq)`. One madsim task
 //! (the pump) sleeps until the head's deadline, delivers everything due, and sleeps again; a
 //! send that lands before the current head kicks it awake. One task per world, not one per
-//! message, keeps the cost per message at a map insert and remove (product §9).
+//! message, keeps the cost per message at a heap push and pop (product §9).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::{Future, poll_fn};
@@ -14,6 +14,7 @@ use madsim::time::Instant;
 use mirror_core::keyed_map::KeyedMap;
 use mirror_core::protocol::NodeId;
 
+use super::due::DueQueue;
 use super::links::{LinkFaults, NetConfig};
 use super::{DropReason, Envelope, KindKey, LinkStats, NetEvent, NetEventKind};
 use crate::world::clock::{TimerOwner, sleep_exact};
@@ -44,7 +45,7 @@ pub(super) struct Router<M> {
     pub(super) config: NetConfig,
     pub(super) faults: LinkFaults,
     pub(super) nodes: KeyedMap<NodeId, NodeSlot<M>>,
-    pub(super) queue: BTreeMap<(Instant, u64), InFlight<M>>,
+    pub(super) queue: DueQueue<Instant, InFlight<M>>,
     /// Last scheduled delivery per directed link: the FIFO floor for the next message.
     pub(super) link_clock: KeyedMap<(NodeId, NodeId), Instant>,
     /// Messages that reached a clogged link, in link order.
@@ -66,7 +67,7 @@ impl<M> Router<M> {
             config,
             faults: LinkFaults::default(),
             nodes: KeyedMap::new(),
-            queue: BTreeMap::new(),
+            queue: DueQueue::default(),
             link_clock: KeyedMap::new(),
             held: BTreeMap::new(),
             stats: KeyedMap::new(),
@@ -102,11 +103,9 @@ impl<M> Router<M> {
 
     /// Queues a message; wakes the pump if it now has an earlier deadline.
     pub(super) fn schedule(&mut self, at: Instant, msg: InFlight<M>) {
-        let earlier = self
-            .queue
-            .first_key_value()
-            .is_none_or(|((head, _), _)| at < *head);
-        self.queue.insert((at, msg.env.seq), msg);
+        let earlier = self.queue.first_due().is_none_or(|head| at < head);
+        let seq = msg.env.seq;
+        self.queue.push(at, seq, msg);
         if earlier {
             self.pump_kicked = true;
             if let Some(w) = self.pump_waker.take() {
@@ -117,11 +116,7 @@ impl<M> Router<M> {
 
     /// Delivers every message due at `now`, in (deadline, seq) order.
     pub(super) fn deliver_due(&mut self, now: Instant) {
-        while let Some(entry) = self.queue.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let msg = entry.remove();
+        while let Some(msg) = self.queue.pop_due(now) {
             self.arrive(msg, now);
         }
     }
@@ -232,7 +227,7 @@ pub(super) async fn pump<M: 'static>(router: Weak<Mutex<Router<M>>>) {
             }
             r.deliver_due(Instant::now());
             r.pump_kicked = false;
-            r.queue.first_key_value().map(|((at, _), _)| *at)
+            r.queue.first_due()
         };
         let mut sleep =
             head.map(|at| Box::pin(sleep_exact(at, TimerOwner::Network).with_slot(timer_slot)));

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use mirror_core::keyed_map::PartitionMap;
 use mirror_core::protocol::{ErrorCode, Request, Response};
 use mirror_core::time::Instant;
 use mirror_core::types::{BrokerId, LeaderEpoch, TopicId, TopicPartition};
@@ -31,7 +32,8 @@ pub struct MetadataCache {
     next_bootstrap: usize,
     /// Topics asked for (`None` = all topics).
     topics: Option<Vec<String>>,
-    partitions: BTreeMap<TopicPartition, PartitionLeader>,
+    /// Looked up per partition on every client step: a hash index, not a tree of names.
+    partitions: PartitionMap<PartitionLeader>,
     topic_state: BTreeMap<String, (ErrorCode, TopicId)>,
     live_brokers: Vec<BrokerId>,
     max_age_ms: i64,
@@ -58,7 +60,7 @@ impl MetadataCache {
             bootstrap,
             next_bootstrap,
             topics,
-            partitions: BTreeMap::new(),
+            partitions: PartitionMap::new(),
             topic_state: BTreeMap::new(),
             live_brokers: Vec::new(),
             max_age_ms,
