@@ -505,14 +505,20 @@ impl Broker {
         let mut bytes = 0usize;
         let mut must_answer = false;
         for fp in &op.partitions {
-            let r = self.read_fetch_partition(op, fp, op.max_bytes.saturating_sub(bytes), follower);
+            // Pushed as read: an answer is large, and read from its place it is not moved.
+            out.push(self.read_fetch_partition(
+                op,
+                fp,
+                op.max_bytes.saturating_sub(bytes),
+                follower,
+            ));
+            let r = out.last().expect("just pushed");
             bytes += r
                 .batches
                 .iter()
                 .map(RecordBatch::size_in_bytes)
                 .sum::<usize>();
             must_answer |= !r.error.is_ok() || r.diverging_epoch.is_some();
-            out.push(r);
         }
         (
             Response::Fetch {
