@@ -679,6 +679,37 @@ fn finding_a_cut_inside_its_own_batch_leaves_a_hole_the_failback_never_fills() {
 }
 
 #[test]
+fn finding_a_hole_from_a_cut_inside_its_own_batch_leads_the_failback_mirror() {
+    // F1, fresh mirror chaos seed 364370220 (shrunk), the mechanism of seed 932067 above
+    // judged at the end of the run. The new primary stopped an empty t0-3 (no bump: its PID
+    // reset at 0 in epoch 0); the old source wrote its own transactional batch 0..9 in epoch
+    // 0. At the failback src-1 leads, truncates fully and copies the reset; src-2, down at
+    // that moment, comes back with 0..32 and asks with LastFetchedEpoch 0. "Epoch 0 ends at
+    // 1": Kafka's truncateTo(1) drops the whole batch 0..9 and sets the LEO to 1, so src-2
+    // holds no record at 0 yet fetches from 1, and rejoins the ISR. src-1 then crashes,
+    // src-2 is elected cleanly and leads the failback mirror with the hole, and its fetch
+    // (LastFetchedEpoch 0 ending at the primary's LEO) never reports a divergence: the reset
+    // at 0 is never copied. The liveness wait runs out, and the end-of-run check's violation
+    // is the verdict (a violation of `finish` outranks a stall).
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-364370220-hole-from-a-mid-batch-cut-leads-the-failback-mirror.json"
+    ));
+    assert_eq!(
+        out.kind(),
+        "violation:failback_converges",
+        "{:?}",
+        out.verdict
+    );
+    let lines = out.report.map(|r| r.lines).unwrap_or_default();
+    assert!(
+        lines.iter().any(
+            |l| l.contains("src-2  t0-3         ! truncate leo 33→1 hw=0 cause=DivergingEpoch")
+        ),
+        "the case needs src-2's truncation inside its own batch"
+    );
+}
+
+#[test]
 fn a_write_answered_after_its_leader_led_again_is_reported_by_the_new_runs_read() {
     // Fresh mirror chaos seed 804710 (shrunk): dst-2 writes MIRRORING -> STOPPING at leader
     // epoch 0, is cut off from its controller and deposed; the answer comes 27 s later, just
