@@ -217,14 +217,19 @@ impl MetadataImage {
             .collect()
     }
 
+    /// The configs set on `resource`, searched by reference (no owned key is built: topic
+    /// configs are asked on every HW check and produce, a mirror's on every mirror fetch).
+    #[must_use]
+    pub fn configs_of(&self, resource: ConfigResourceRef<'_>) -> Option<&BTreeMap<String, String>> {
+        let key: &dyn ConfigResourceKey = &resource;
+        self.configs.get(key)
+    }
+
     /// A topic config value, if set.
     #[must_use]
     pub fn topic_config(&self, topic: &str, key: &str) -> Option<&str> {
-        // Searched by reference: this is asked on every HW check and produce.
-        let resource: &dyn ConfigResourceKey = &ConfigResourceRef::Topic(topic);
-        self.configs
-            .get(resource)
-            .and_then(|m| m.get(key))
+        self.configs_of(ConfigResourceRef::Topic(topic))?
+            .get(key)
             .map(String::as_str)
     }
 

@@ -42,9 +42,10 @@ use crate::protocol::messages::{
     CreatableTopic, ListMirrorsFilter, MirrorListing, MirrorTopic, MirrorTopicResult,
 };
 use crate::protocol::metadata::{
-    ConfigResource, DesiredMirrorState, MIRROR_NAME_CONFIG, MIRROR_PAUSED_SUFFIX,
-    MIRROR_REMOVED_SUFFIX, MIRROR_SOURCE_CLUSTER_CONFIG, MIRROR_SOURCE_CLUSTER_ID_CONFIG,
-    MIRROR_STATE_TOPIC, MIRROR_STATE_TOPIC_PARTITIONS, MetadataRecord, MirrorMembership,
+    ConfigResource, ConfigResourceRef, DesiredMirrorState, MIRROR_NAME_CONFIG,
+    MIRROR_PAUSED_SUFFIX, MIRROR_REMOVED_SUFFIX, MIRROR_SOURCE_CLUSTER_CONFIG,
+    MIRROR_SOURCE_CLUSTER_ID_CONFIG, MIRROR_STATE_TOPIC, MIRROR_STATE_TOPIC_PARTITIONS,
+    MetadataRecord, MirrorMembership,
 };
 use crate::protocol::{ErrorCode, Response};
 use crate::types::TopicId;
@@ -262,8 +263,7 @@ pub fn validate_mirror_name(name: &str) -> Result<(), MirrorAdminError> {
 #[must_use]
 pub fn mirror_exists(image: &MetadataImage, name: &str) -> bool {
     image
-        .configs
-        .get(&ConfigResource::Mirror(name.to_string()))
+        .configs_of(ConfigResourceRef::Mirror(name))
         .is_some_and(|c| !c.is_empty())
 }
 

@@ -34,7 +34,8 @@ use crate::mirror::filters::{
     join_list, merge_start, merge_stop, validate_patterns,
 };
 use crate::protocol::metadata::{
-    ConfigResource, DesiredMirrorState, MIRROR_SOURCE_CLUSTER_CONFIG, MetadataRecord,
+    ConfigResource, ConfigResourceRef, DesiredMirrorState, MIRROR_SOURCE_CLUSTER_CONFIG,
+    MetadataRecord,
 };
 use crate::protocol::{ErrorCode, Response};
 
@@ -61,9 +62,7 @@ fn mirror_configs<'a>(
     image: &'a MetadataImage,
     mirror: &str,
 ) -> Option<&'a BTreeMap<String, String>> {
-    image
-        .configs
-        .get(&ConfigResource::Mirror(mirror.to_string()))
+    image.configs_of(ConfigResourceRef::Mirror(mirror))
 }
 
 /// The config writes that take the mirror from `current` to `merged`.

@@ -57,12 +57,7 @@ impl IsrState {
     #[must_use]
     pub fn maximal_isr(&self) -> BTreeSet<BrokerId> {
         let mut s = self.isr.clone();
-        if let Some(PendingIsrChange::Expand {
-            new_in_sync_replica,
-        }) = &self.pending
-        {
-            s.insert(*new_in_sync_replica);
-        }
+        s.extend(self.pending_expand());
         s
     }
 

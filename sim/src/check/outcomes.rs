@@ -234,9 +234,8 @@ pub fn duplicate_in(
     None
 }
 
-// Looked up only, never iterated, with a fixed hasher (the one `KeyedMap`'s index uses): no
-// order of this map can reach a result.
-/// The first offset of each value seen.
+/// The first offset of each value seen. Looked up only, never iterated, with a fixed hasher
+/// (the one `KeyedMap`'s index uses): no order of this map can reach a result.
 type FirstCopies<'a> = std::collections::HashMap<Seen<'a>, Offset, BuildHasherDefault<KeyHasher>>;
 
 /// A record value with its [`value_hash`]: hashed as that one word (`KeyHasher` spreads

@@ -149,13 +149,9 @@ impl SimDisk {
     /// Appends to `path`, creating it if needed (the file's existence is durable at once;
     /// its bytes only after a flush).
     pub fn append(&mut self, path: &str, bytes: &[u8]) -> Result<(), DiskError> {
-        // With no I/O fault armed and no capacity (most disks, most of the time) both checks
-        // pass, and the file's length is not needed: one search finds the file.
-        if !self.io_faults.is_empty() || self.forced_full || self.capacity_bytes.is_some() {
-            let old_len = self.files.get(path).map_or(0, |f| f.current().len());
-            self.check_io(path)?;
-            self.check_space(path, old_len, old_len + bytes.len())?;
-        }
+        self.check_io(path)?;
+        // An append grows the file by exactly its bytes: the file's length is not needed.
+        self.check_space(path, bytes.len() as u64)?;
         // An existing file (nearly every append) is found without building an owned key.
         match self.files.get_mut(path) {
             Some(f) => f.append(bytes),
@@ -171,7 +167,7 @@ impl SimDisk {
     pub fn write_atomic(&mut self, path: &str, bytes: &[u8]) -> Result<(), DiskError> {
         let old_len = self.files.get(path).map_or(0, |f| f.current().len());
         self.check_io(path)?;
-        self.check_space(path, old_len, bytes.len())?;
+        self.check_space(path, bytes.len().saturating_sub(old_len) as u64)?;
         self.files
             .entry(path.to_owned())
             .or_default()
@@ -376,9 +372,8 @@ impl SimDisk {
         })
     }
 
-    /// Checks that replacing `old_len` bytes of `path` by `new_len` fits.
-    fn check_space(&mut self, path: &str, old_len: usize, new_len: usize) -> Result<(), DiskError> {
-        let growth = new_len.saturating_sub(old_len) as u64;
+    /// Checks that growing `path` by `growth` bytes fits.
+    fn check_space(&mut self, path: &str, growth: u64) -> Result<(), DiskError> {
         if growth == 0 {
             return Ok(());
         }

@@ -73,46 +73,43 @@ impl<A: Ord + Copy, T> DueQueue<A, T> {
 mod tests {
     use std::collections::BTreeMap;
 
+    use proptest::prelude::*;
+
     use super::*;
 
-    #[test]
-    fn takes_items_in_the_order_an_ordered_map_of_at_and_seq_gives() {
-        // Goal: interleaved pushes and takes (ties in time broken by seq, slots reused)
-        // hand out exactly what a `BTreeMap<(at, seq), _>` would, in the same order.
-        let mut q = DueQueue::default();
-        let mut m = BTreeMap::new();
-        let mut x: u64 = 11;
-        let mut seq = 0u64;
-        let mut now = 0u64;
-        for _ in 0..3_000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            if (x >> 60) < 9 {
-                let at = now + (x >> 20) % 50;
-                q.push(at, seq, seq);
-                m.insert((at, seq), seq);
-                seq += 1;
-            } else {
-                now += (x >> 30) % 20;
-                loop {
-                    let want = m
-                        .first_key_value()
-                        .filter(|((at, _), _)| *at <= now)
-                        .map(|(_, v)| *v);
-                    let got = q.pop_due(now);
-                    assert_eq!(got, want);
-                    if let Some(v) = want {
-                        m.retain(|_, w| *w != v);
-                    } else {
-                        break;
+    proptest! {
+        #[test]
+        fn takes_items_in_the_order_an_ordered_map_of_at_and_seq_gives(
+            ops in proptest::collection::vec((any::<bool>(), 0u64..50), 0..300),
+        ) {
+            // Goal: interleaved pushes and takes (ties in time broken by seq, slots reused)
+            // hand out exactly what a `BTreeMap<(at, seq), _>` would, in the same order.
+            let mut q = DueQueue::default();
+            let mut m = BTreeMap::new();
+            let (mut seq, mut now) = (0u64, 0u64);
+            for (push, d) in ops {
+                if push {
+                    q.push(now + d, seq, seq);
+                    m.insert((now + d, seq), seq);
+                    seq += 1;
+                } else {
+                    now += d % 20;
+                    loop {
+                        let want = m
+                            .first_key_value()
+                            .filter(|((at, _), _)| *at <= now)
+                            .map(|(k, _)| *k);
+                        prop_assert_eq!(q.pop_due(now), want.and_then(|k| m.remove(&k)));
+                        if want.is_none() {
+                            break;
+                        }
                     }
                 }
+                prop_assert_eq!(q.len(), m.len());
+                prop_assert_eq!(q.first_due(), m.first_key_value().map(|((at, _), _)| *at));
             }
-            assert_eq!(q.len(), m.len());
-            assert_eq!(q.first_due(), m.first_key_value().map(|((at, _), _)| *at));
+            q.clear();
+            prop_assert_eq!((q.len(), q.first_due()), (0, None));
         }
-        q.clear();
-        assert_eq!((q.len(), q.first_due()), (0, None));
     }
 }

@@ -318,9 +318,8 @@ pub fn mirror_config(w: &KafkaWorld, c: ClusterIdx, mirror: &str, key: &str) -> 
     let g = lock(&arc);
     g.as_controller()?
         .image()
-        .configs
-        .get(&mirror_core::protocol::metadata::ConfigResource::Mirror(
-            mirror.to_string(),
+        .configs_of(mirror_core::protocol::metadata::ConfigResourceRef::Mirror(
+            mirror,
         ))?
         .get(key)
         .cloned()

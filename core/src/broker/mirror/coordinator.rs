@@ -19,7 +19,8 @@ use crate::protocol::messages::{
     WriteMirrorStatesTopic, WriteMirrorStatesTopicResult,
 };
 use crate::protocol::metadata::{
-    ConfigResource, MIRROR_SOURCE_CLUSTER_CONFIG, MIRROR_STATE_TOPIC, MIRROR_STATE_TOPIC_PARTITIONS,
+    ConfigResource, ConfigResourceRef, MIRROR_SOURCE_CLUSTER_CONFIG, MIRROR_STATE_TOPIC,
+    MIRROR_STATE_TOPIC_PARTITIONS,
 };
 use crate::protocol::{CorrelationId, ErrorCode, NodeId, Response};
 use crate::types::{LeaderEpoch, Offset, TopicId, TopicPartition};
@@ -346,8 +347,7 @@ impl Broker {
     pub(in crate::broker) fn on_mirror_config_changed(&mut self, mirror: &str) {
         let exists = self
             .image
-            .configs
-            .get(&ConfigResource::Mirror(mirror.to_string()))
+            .configs_of(ConfigResourceRef::Mirror(mirror))
             .is_some_and(|c| !c.is_empty());
         if exists {
             return;
@@ -390,10 +390,7 @@ impl Broker {
             })
             .collect();
         for name in names {
-            let cfg = self
-                .image
-                .configs
-                .get(&ConfigResource::Mirror(name.clone()));
+            let cfg = self.image.configs_of(ConfigResourceRef::Mirror(&name));
             let source = cfg
                 .and_then(|c| c.get(SOURCE_CLUSTER_INDEX_CONFIG))
                 .cloned()
@@ -502,8 +499,7 @@ impl Broker {
                 }
                 let source = self
                     .image
-                    .configs
-                    .get(&ConfigResource::Mirror(name.clone()))
+                    .configs_of(ConfigResourceRef::Mirror(&name))
                     .and_then(|c| c.get(MIRROR_SOURCE_CLUSTER_CONFIG))
                     .cloned()
                     .unwrap_or_default();

@@ -27,7 +27,7 @@ use crate::mirror::filters::{
     FilterConfigError, MirrorFilters, discovery_candidates, excluded_topics,
 };
 use crate::protocol::messages::MirrorTopic;
-use crate::protocol::metadata::ConfigResource;
+use crate::protocol::metadata::ConfigResourceRef;
 use crate::protocol::{ErrorCode, Request, Response};
 
 use super::sync::SyncStep;
@@ -38,11 +38,7 @@ impl Broker {
         &self,
         mirror: &str,
     ) -> Result<MirrorFilters, FilterConfigError> {
-        MirrorFilters::from_configs(
-            self.image
-                .configs
-                .get(&ConfigResource::Mirror(mirror.to_string())),
-        )
+        MirrorFilters::from_configs(self.image.configs_of(ConfigResourceRef::Mirror(mirror)))
     }
 
     /// One tick's discovery and exclusion for `mirror` (this broker coordinates it).

@@ -20,7 +20,7 @@ use crate::protocol::messages::{
     MirrorPartitionStateWrite, ReadMirrorStatesTopic, WriteMirrorStatesTopic,
 };
 use crate::protocol::metadata::{
-    ConfigResource, DesiredMirrorState, MIRROR_NAME_CONFIG, MIRROR_STATE_TOPIC,
+    ConfigResourceRef, DesiredMirrorState, MIRROR_NAME_CONFIG, MIRROR_STATE_TOPIC,
     MIRROR_STATE_TOPIC_PARTITIONS, MirrorMembership,
 };
 use crate::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
@@ -970,10 +970,7 @@ impl Broker {
 
     /// A mirror's source cluster and its bootstrap list, both required.
     fn mirror_source_configs(&self, mirror: &str) -> Option<(ClusterIdx, &str)> {
-        let cfg = self
-            .image
-            .configs
-            .get(&ConfigResource::Mirror(mirror.to_string()))?;
+        let cfg = self.image.configs_of(ConfigResourceRef::Mirror(mirror))?;
         let cluster = ClusterIdx(cfg.get(SOURCE_CLUSTER_INDEX_CONFIG)?.parse().ok()?);
         Some((cluster, cfg.get(BOOTSTRAP_SERVERS_CONFIG)?))
     }

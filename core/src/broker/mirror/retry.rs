@@ -8,7 +8,7 @@ use crate::broker::timers::TimerId;
 use crate::mirror::FailedRetry;
 use crate::mirror::{MirrorPartitionState as S, MirrorPartitionStatus, is_valid_transition};
 use crate::protocol::ErrorCode;
-use crate::protocol::metadata::ConfigResource;
+use crate::protocol::metadata::ConfigResourceRef;
 use crate::types::{TopicId, TopicPartition};
 
 use super::manager::MirrorStep;
@@ -179,8 +179,7 @@ impl Broker {
         // UNKNOWN_CLUSTER_MIRROR, as the controller answers the other topic operations.
         let defined = self
             .image
-            .configs
-            .get(&ConfigResource::Mirror(mirror.to_string()))
+            .configs_of(ConfigResourceRef::Mirror(mirror))
             .is_some_and(|c| !c.is_empty());
         let mut results = Vec::new();
         for topic in topics {

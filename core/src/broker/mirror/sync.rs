@@ -63,7 +63,7 @@ use crate::mirror::{
 use crate::protocol::acl::AclBinding;
 use crate::protocol::messages::{CoordinatorKind, MirrorTopic, OffsetSpec, ReadMirrorStatesTopic};
 use crate::protocol::metadata::{
-    ConfigResource, DesiredMirrorState, MIRROR_NAME_CONFIG, MIRROR_STATE_TOPIC,
+    ConfigResource, ConfigResourceRef, DesiredMirrorState, MIRROR_NAME_CONFIG, MIRROR_STATE_TOPIC,
     MIRROR_STATE_TOPIC_PARTITIONS,
 };
 use crate::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
@@ -275,8 +275,7 @@ impl Broker {
 
     pub(in crate::broker) fn mirror_config(&self, mirror: &str, key: &str) -> Option<&str> {
         self.image
-            .configs
-            .get(&ConfigResource::Mirror(mirror.to_string()))?
+            .configs_of(ConfigResourceRef::Mirror(mirror))?
             .get(key)
             .map(String::as_str)
     }
@@ -299,8 +298,7 @@ impl Broker {
 
     pub(in crate::broker) fn mirror_exists(&self, mirror: &str) -> bool {
         self.image
-            .configs
-            .get(&ConfigResource::Mirror(mirror.to_string()))
+            .configs_of(ConfigResourceRef::Mirror(mirror))
             .is_some_and(|c| !c.is_empty())
     }
 
@@ -909,8 +907,7 @@ impl Broker {
                 }
                 let configs = self
                     .image
-                    .configs
-                    .get(&ConfigResource::Topic(t.clone()))
+                    .configs_of(ConfigResourceRef::Topic(&t))
                     .cloned()
                     .unwrap_or_default();
                 (t, ErrorCode::None, configs)
