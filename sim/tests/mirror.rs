@@ -644,13 +644,17 @@ fn finding_a_failback_leader_keeps_its_own_records_in_an_epoch_the_primary_also_
     // at the failback keeps them, is re-admitted (its LEO reaches the HW), and later leads
     // the failback mirror. Its LastFetchedEpoch 1 ends at the primary's LEO there: no
     // divergence, and its fetch offset (66) falls inside one of the primary's batches, which
-    // Kafka does not append mid-batch. The two clusters never hold one log again.
+    // Kafka does not append mid-batch. The two clusters never hold one log again: the
+    // end-of-run failback check finds them apart at 33, below both HWs. (The failback's
+    // UNKNOWN -> PREPARING, written at epoch 1, was read back by the leader of epoch 2 and
+    // reported by nobody until fresh seed 155591179's fix; the check then never ran and the
+    // stall, `liveness:logs_differ_in_a_shared_epoch`, was the verdict.)
     let out = replay_capsule(include_str!(
         "capsules/mirror-930213-failback-leader-keeps-its-own-records-in-a-shared-epoch.json"
     ));
     assert_eq!(
         out.kind(),
-        "liveness:logs_differ_in_a_shared_epoch",
+        "violation:one_history_per_offset",
         "{:?}",
         out.verdict
     );
@@ -706,6 +710,24 @@ fn finding_a_hole_from_a_cut_inside_its_own_batch_leads_the_failback_mirror() {
             |l| l.contains("src-2  t0-3         ! truncate leo 33→1 hw=0 cause=DivergingEpoch")
         ),
         "the case needs src-2's truncation inside its own batch"
+    );
+}
+
+#[test]
+fn a_failback_prepare_written_before_its_writer_crashed_is_reported_by_the_next_read() {
+    // Fresh mirror chaos seed 155591179 (shrunk). At the failback src-1 (leading t0-0 at
+    // epoch 0, its own tail 316..336 in epoch 0 beyond the new primary's copy of that epoch)
+    // writes UNKNOWN -> PREPARING to a `__mirror_state` coordinator that cannot commit it
+    // (F4's stall), and crashes with the write unanswered: its unconfirmed entry goes with
+    // its memory. Back as leader at epoch 2 it reads UNKNOWN until the record commits, then
+    // PREPARING, and carries on. Nobody reported the start, so the checkers never saw the
+    // failback begin: without its snapshot they took the old source's own tail, which the
+    // HW passes before the first mirror fetch's divergence cuts it (B §8.1 step 3), for
+    // exposed source data (mirror_not_ahead_of_source). The read now reports it.
+    passes_with(
+        include_str!("capsules/mirror-155591179-failback-prepare-written-before-a-crash.json"),
+        Some("src-1  t0-0         UNKNOWN→PREPARING se=1 le=0"),
+        "the case needs the start reported by the read of the leader at epoch 2",
     );
 }
 

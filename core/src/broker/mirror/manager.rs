@@ -412,6 +412,7 @@ impl Broker {
             .status
             .as_ref()
             .map(|s| (s.state, s.state_epoch, s.leader_epoch));
+        let previous = r.status.as_ref().map(|s| s.previous_state);
         // A FAILED record read back carries its reason.
         let reason = r
             .status
@@ -462,6 +463,23 @@ impl Broker {
                 state_epoch,
                 leader_epoch,
                 reason,
+            });
+        } else if let Some(s) = unreported_cycle_start(before, status, previous, leader_epoch) {
+            // A PREPARING written at an earlier leader epoch, found by a leader that knew no
+            // state: its writer may have crashed before the answer (its unconfirmed write
+            // went with its memory), so nobody reported it (fresh mirror seed 155591179: the
+            // old source's leader wrote UNKNOWN -> PREPARING, crashed, and led again at a
+            // later epoch when the coordinator committed the record; the checkers never saw
+            // the failback begin and took the old source's own tail for exposed source
+            // data). Reported once here; a checker that saw the writer's own report takes
+            // this as a repeat of the same record.
+            self.emit(Event::MirrorStateChanged {
+                tp: tp.clone(),
+                from: s.0,
+                to: S::Preparing,
+                state_epoch: s.1,
+                leader_epoch: s.2,
+                reason: None,
             });
         }
         if self.mirror_rewrite_after_read(tp) {
@@ -1065,6 +1083,25 @@ pub(in crate::broker) fn own_pid_reset<'a>(
             .next_back()
             .filter(|b| b.control_record() == Some(ControlRecord::MirrorPidReset)),
     }
+}
+
+/// The `(previous state, state epoch, writer's leader epoch)` of a read-back PREPARING record
+/// (the start of a mirroring cycle, or of a retry) written at an earlier leader epoch than
+/// `ours`, when the run that read it knew no state (`before`: none, or UNKNOWN): a start
+/// nobody may have reported (see `on_mirror_read`).
+fn unreported_cycle_start(
+    before: Option<(S, i32)>,
+    read: Option<(S, i32, LeaderEpoch)>,
+    previous: Option<S>,
+    ours: LeaderEpoch,
+) -> Option<(S, i32, LeaderEpoch)> {
+    let (state, state_epoch, writer) = read?;
+    let knew_nothing = before.is_none_or(|(s, _)| s == S::Unknown);
+    (knew_nothing && state == S::Preparing && writer < ours).then_some((
+        previous.unwrap_or(S::Unknown),
+        state_epoch,
+        writer,
+    ))
 }
 
 #[cfg(test)]

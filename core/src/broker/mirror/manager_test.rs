@@ -1,8 +1,10 @@
 //! Which `MIRROR_PID_RESET` is this mirror's stop's own, and the mirrored position it bounds
-//! (kip1279.md A.1 STOPPING; the re-driven stop of fresh mirror chaos seed 905707).
+//! (kip1279.md A.1 STOPPING; the re-driven stop of fresh mirror chaos seed 905707), and which
+//! read-back cycle start a leader reports (fresh mirror chaos seed 155591179).
 
-use super::{last_mirrored_position, own_pid_reset};
+use super::{last_mirrored_position, own_pid_reset, unreported_cycle_start};
 use crate::log::partition_log::{LogConfig, PartitionLog};
+use crate::mirror::MirrorPartitionState as S;
 use crate::record::{BatchBuilder, SimpleRecord};
 use crate::types::{LeaderEpoch, Offset};
 
@@ -63,4 +65,50 @@ fn a_later_reset_of_another_source_hides_an_earlier_own_one() {
     plain(&mut log, 3);
     assert!(own_pid_reset(&log, Some("0")).is_none());
     assert_eq!(last_mirrored_position(&log, Some("0")), (3, Offset(8)));
+}
+
+#[test]
+fn a_prepare_written_at_an_earlier_epoch_is_reported_by_a_leader_that_knew_no_state() {
+    // Goal: the read of fresh seed 155591179 (src-1 wrote UNKNOWN -> PREPARING at epoch 0,
+    // crashed, led again at epoch 2, read UNKNOWN while the record was uncommitted, then
+    // PREPARING) reports the start, with the record's previous state, and nothing else does.
+    let prep = Some((S::Preparing, 1, LeaderEpoch(0)));
+    let ours = LeaderEpoch(2);
+    let from_unknown = Some(S::Unknown);
+    let reported = Some((S::Unknown, 1, LeaderEpoch(0)));
+    assert_eq!(
+        unreported_cycle_start(Some((S::Unknown, 0)), prep, from_unknown, ours),
+        reported
+    );
+    assert_eq!(
+        unreported_cycle_start(None, prep, from_unknown, ours),
+        reported,
+        "a new run's first read is a leader that knew no state"
+    );
+    assert_eq!(
+        unreported_cycle_start(None, prep, Some(S::Stopped), ours),
+        Some((S::Stopped, 1, LeaderEpoch(0))),
+        "a stopped partition mirroring again starts a cycle too"
+    );
+    assert_eq!(
+        unreported_cycle_start(Some((S::Preparing, 1)), prep, from_unknown, ours),
+        None,
+        "a run that already knew PREPARING has nothing new"
+    );
+    assert_eq!(
+        unreported_cycle_start(Some((S::Unknown, 0)), prep, from_unknown, LeaderEpoch(0)),
+        None,
+        "our own epoch's write: its answer or the unconfirmed entry reports it"
+    );
+    assert_eq!(
+        unreported_cycle_start(
+            Some((S::Unknown, 0)),
+            Some((S::Mirroring, 2, LeaderEpoch(0))),
+            Some(S::Preparing),
+            ours
+        ),
+        None,
+        "only PREPARING is reported"
+    );
+    assert_eq!(unreported_cycle_start(None, None, None, ours), None);
 }
