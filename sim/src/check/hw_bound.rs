@@ -1,9 +1,7 @@
 //! kafka-semantics §2.3 item 2, the leader's half: `HW ≤ min LEO over maximalIsr`, judged on
 //! what the leader knows of its followers (the LEO each reported in its last fetch).
 
-use std::collections::BTreeSet;
-
-use mirror_core::replication::ReplicaState;
+use mirror_core::replication::{IsrState, ReplicaState};
 use mirror_core::small_map::SmallMap;
 use mirror_core::types::{BrokerId, Offset};
 
@@ -15,8 +13,9 @@ pub struct LeaderSide<'a> {
     pub log_start: Offset,
     /// Where the leader's current epoch began (`leaderEpochStartOffset`).
     pub leader_epoch_start: Offset,
-    /// Committed ISR plus an expand in flight.
-    pub maximal_isr: BTreeSet<BrokerId>,
+    /// The leader's ISR; the bound reads its maximal ISR (committed plus an expand in
+    /// flight) by membership, without building the set on every HW move.
+    pub isr: &'a IsrState,
     /// The leader's bookkeeping of each follower.
     pub followers: &'a SmallMap<BrokerId, ReplicaState>,
 }
@@ -55,7 +54,7 @@ pub fn leader_hw_above_isr_follower(
     leader
         .followers
         .iter()
-        .filter(|(b, _)| leader.maximal_isr.contains(b))
+        .filter(|(b, _)| leader.isr.in_maximal_isr(**b))
         .filter(|(_, st)| st.log_end_offset.0 >= 0 && st.log_end_offset >= leader.log_start)
         .filter(|(b, st)| !is_unknown_incarnation(st, known_broker_epoch(**b)))
         .find(|(_, st)| hw > st.log_end_offset)
@@ -73,7 +72,13 @@ fn is_unknown_incarnation(st: &ReplicaState, known: Option<i64>) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::LazyLock;
+
     use super::*;
+
+    /// The committed ISR {1, 2} every case reads.
+    static ISR: LazyLock<IsrState> =
+        LazyLock::new(|| IsrState::committed([BrokerId(1), BrokerId(2)]));
 
     fn follower(id: i32, leo: i64, broker_epoch: i64) -> ReplicaState {
         let mut r = ReplicaState::new(BrokerId(id));
@@ -88,7 +93,7 @@ mod tests {
             high_watermark: Offset(hw),
             log_start: Offset(0),
             leader_epoch_start: Offset(0),
-            maximal_isr: [BrokerId(1), BrokerId(2)].into_iter().collect(),
+            isr: &ISR,
             followers,
         }
     }

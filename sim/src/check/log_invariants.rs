@@ -966,7 +966,7 @@ fn replica_violation(
             high_watermark: hw,
             log_start: ls,
             leader_epoch_start: l.leader_epoch_start_offset,
-            maximal_isr: l.isr.maximal_isr(),
+            isr: &l.isr,
             followers: &l.followers,
         };
         if let Some((b, leo)) = leader_hw_above_isr_follower(&side, known_broker_epoch) {

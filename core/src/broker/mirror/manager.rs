@@ -464,7 +464,9 @@ impl Broker {
                 leader_epoch,
                 reason,
             });
-        } else if let Some(s) = unreported_cycle_start(before, status, previous, leader_epoch) {
+        } else if let Some((from, state_epoch, writer)) =
+            unreported_cycle_start(before, status, previous, leader_epoch)
+        {
             // A PREPARING written at an earlier leader epoch, found by a leader that knew no
             // state: its writer may have crashed before the answer (its unconfirmed write
             // went with its memory), so nobody reported it (fresh mirror seed 155591179: the
@@ -475,10 +477,10 @@ impl Broker {
             // this as a repeat of the same record.
             self.emit(Event::MirrorStateChanged {
                 tp: tp.clone(),
-                from: s.0,
+                from,
                 to: S::Preparing,
-                state_epoch: s.1,
-                leader_epoch: s.2,
+                state_epoch,
+                leader_epoch: writer,
                 reason: None,
             });
         }
