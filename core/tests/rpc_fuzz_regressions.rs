@@ -193,10 +193,14 @@ fn fetch_with_the_largest_max_wait_is_answered() {
                 log_start_offset: Offset(-1),
                 topic_id: None,
             }],
+            session: mirror_core::protocol::messages::FetchSessionMeta::SESSIONLESS,
+            forgotten: Vec::new(),
         },
     );
     match resp {
-        Some(Response::Fetch { error, partitions }) => {
+        Some(Response::Fetch {
+            error, partitions, ..
+        }) => {
             assert_eq!(error, ErrorCode::None);
             assert_eq!(partitions[0].error, ErrorCode::None);
             assert_eq!(partitions[0].batches.len(), 1);

@@ -118,6 +118,8 @@ async fn consumer_fetch(
             log_start_offset: Offset(-1),
             topic_id: None,
         }],
+        session: mirror_core::protocol::messages::FetchSessionMeta::SESSIONLESS,
+        forgotten: Vec::new(),
     };
     match w.request_to(cluster, leader, req).await {
         Some(Response::Fetch { partitions, .. }) => {

@@ -43,10 +43,9 @@ pub(super) enum Pending {
     Heartbeat,
     FetchMetadata,
     AlterPartition(TopicPartition, CorrelationId),
+    /// A replica fetch; what it named is in the fetcher's session.
     Fetch {
         leader: BrokerId,
-        /// `(partition, fetch offset, current leader epoch)` as sent.
-        sent: Vec<(TopicPartition, Offset, crate::types::LeaderEpoch)>,
     },
     ResetOffset {
         leader: BrokerId,
@@ -125,6 +124,8 @@ pub struct Broker {
     pub(super) pending: BTreeMap<CorrelationId, Pending>,
     pub(super) next_correlation: CorrelationId,
     pub(super) purgatory: Purgatory,
+    /// KIP-227: the fetch sessions of followers fetching from this broker.
+    pub(super) fetch_sessions: super::fetch_session::FetchSessionCache,
     pub(super) timers: Timers,
     pub(super) outputs: VecDeque<Output>,
     pub(super) now: Instant,
@@ -172,6 +173,7 @@ impl Broker {
             pending: BTreeMap::new(),
             next_correlation: 1,
             purgatory: Purgatory::default(),
+            fetch_sessions: super::fetch_session::FetchSessionCache::default(),
             timers: Timers::default(),
             outputs: VecDeque::new(),
             now: Instant::ZERO,

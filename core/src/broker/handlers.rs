@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::broker::{Broker, Pending};
+use super::fetch_session::FetchContext;
 use super::output::Event;
 use super::partition::Role;
 use super::purgatory::{Delayed, DelayedFetch, DelayedProduce, ProduceReply, ProduceWait};
@@ -77,10 +78,16 @@ impl Broker {
                 max_bytes,
                 isolation,
                 partitions,
-            } => self.handle_fetch_request(
-                from,
-                id,
-                DelayedFetch {
+                session,
+                forgotten,
+            } => {
+                let (context, partitions) = self.fetch_sessions.new_context(
+                    replica.map(|(b, _)| b),
+                    session,
+                    partitions,
+                    &forgotten,
+                );
+                self.handle_fetch_request(DelayedFetch {
                     from,
                     id,
                     deadline: self.now.plus_millis(max_wait_ms),
@@ -89,8 +96,9 @@ impl Broker {
                     max_bytes,
                     isolation,
                     partitions,
-                },
-            ),
+                    context,
+                });
+            }
             Request::ListOffsets {
                 replica_id,
                 isolation,
@@ -469,10 +477,14 @@ impl Broker {
 
     // ------------------------------------------------------------------ fetch (leader side)
 
-    fn handle_fetch_request(&mut self, from: NodeId, id: CorrelationId, op: DelayedFetch) {
-        let (resp, bytes, must_answer) = self.read_fetch(&op);
+    fn handle_fetch_request(&mut self, op: DelayedFetch) {
+        if let FetchContext::Error(_) = op.context {
+            self.answer_fetch(&op, ErrorCode::None, Vec::new());
+            return;
+        }
+        let (error, partitions, bytes, must_answer) = self.read_fetch(&op);
         if must_answer || bytes >= op.min_bytes.max(1) || op.deadline <= self.now {
-            self.respond(from, id, resp);
+            self.answer_fetch(&op, error, partitions);
         } else {
             let deadline = op.deadline;
             let key = self.purgatory.park(Delayed::Fetch(op));
@@ -480,10 +492,37 @@ impl Broker {
         }
     }
 
-    /// Reads every partition of a fetch; returns the response, the bytes read, and whether
-    /// it must be answered now (an error or a diverging epoch). Follower fetches update the
-    /// follower's state, may expand the ISR and advance the HW.
-    pub(super) fn read_fetch(&mut self, op: &DelayedFetch) -> (Response, usize, bool) {
+    /// Answers fetch `op` with what its read returned, through its session (KIP-227: an
+    /// incremental fetch names only the partitions with something new).
+    fn answer_fetch(
+        &mut self,
+        op: &DelayedFetch,
+        error: ErrorCode,
+        partitions: Vec<FetchPartitionResponse>,
+    ) {
+        let a = self.fetch_sessions.answer(
+            &op.context,
+            op.replica.map(|(b, _)| b),
+            &op.partitions,
+            error,
+            partitions,
+        );
+        let resp = Response::Fetch {
+            error: a.error,
+            session_id: a.session_id,
+            partitions: a.partitions,
+        };
+        self.respond(op.from, op.id, resp);
+    }
+
+    /// Reads every partition of a fetch; returns the top-level error, one answer per
+    /// partition, the bytes read, and whether it must be answered now (an error or a
+    /// diverging epoch). Follower fetches update the follower's state, may expand the ISR
+    /// and advance the HW.
+    pub(super) fn read_fetch(
+        &mut self,
+        op: &DelayedFetch,
+    ) -> (ErrorCode, Vec<FetchPartitionResponse>, usize, bool) {
         let follower = op.replica.map(|(id, request_epoch)| FetchingFollower {
             id,
             request_epoch,
@@ -492,14 +531,7 @@ impl Broker {
         });
         if follower.is_some_and(|f| f.image_epoch.is_some_and(|e| e > f.request_epoch)) {
             // Kafka: a follower fetch with a stale broker epoch is rejected.
-            return (
-                Response::Fetch {
-                    error: ErrorCode::StaleBrokerEpoch,
-                    partitions: Vec::new(),
-                },
-                0,
-                true,
-            );
+            return (ErrorCode::StaleBrokerEpoch, Vec::new(), 0, true);
         }
         let mut out = Vec::with_capacity(op.partitions.len());
         let mut bytes = 0usize;
@@ -520,14 +552,7 @@ impl Broker {
                 .sum::<usize>();
             must_answer |= !r.error.is_ok() || r.diverging_epoch.is_some();
         }
-        (
-            Response::Fetch {
-                error: ErrorCode::None,
-                partitions: out,
-            },
-            bytes,
-            must_answer,
-        )
+        (ErrorCode::None, out, bytes, must_answer)
     }
 
     fn read_fetch_partition(
@@ -685,8 +710,8 @@ impl Broker {
             unreachable!("purgatory_key_is_a_fetch: key {key} was a fetch just above");
         };
         self.timers.cancel(&TimerId::Delayed(key));
-        let (resp, _, _) = self.read_fetch(&f);
-        self.respond(f.from, f.id, resp);
+        let (error, partitions, _, _) = self.read_fetch(&f);
+        self.answer_fetch(&f, error, partitions);
     }
 
     /// Whether any partition of parked fetch `f` can be answered now. `changed`, if the

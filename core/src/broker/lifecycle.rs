@@ -283,8 +283,15 @@ impl Broker {
             (Pending::AlterPartition(tp, id), resp) => {
                 self.on_alter_partition_response(&tp, id, resp);
             }
-            (Pending::Fetch { leader, sent }, Response::Fetch { error, partitions }) => {
-                self.on_fetch_response(leader, sent, error, partitions);
+            (
+                Pending::Fetch { leader },
+                Response::Fetch {
+                    error,
+                    session_id,
+                    partitions,
+                },
+            ) => {
+                self.on_fetch_response(leader, error, session_id, partitions);
             }
             (Pending::ResetOffset { leader, tp }, Response::ListOffsets { partitions }) => {
                 self.on_reset_response(leader, &tp, partitions);

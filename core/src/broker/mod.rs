@@ -5,6 +5,7 @@
 //! - `lifecycle`: registration, heartbeats, metadata, leader/follower transitions.
 //! - `handlers`: Produce, Fetch (leader side), ListOffsets, DeleteRecords, markers, forwarding.
 //! - [`fetcher`]: the replica fetcher (truncate-on-fetch).
+//! - [`fetch_session`]: KIP-227 incremental fetch sessions, leader and follower ends.
 //! - [`partition`]: one replica (log + leader/follower state).
 //! - [`purgatory`]: delayed produce and fetch.
 //! - [`storage`]: segments and checkpoints on disk.
@@ -15,6 +16,7 @@
 pub mod broker;
 pub mod config;
 pub mod coordinator_runtime;
+pub mod fetch_session;
 pub mod fetcher;
 mod handlers;
 mod lifecycle;

@@ -64,8 +64,10 @@ pub struct DelayedFetch {
     pub max_bytes: usize,
     /// Read bound.
     pub isolation: FetchIsolation,
-    /// Partitions.
+    /// Partitions to read: an incremental fetch's whole session.
     pub partitions: Vec<FetchPartition>,
+    /// KIP-227: how the answer is made (which partitions it names, its session).
+    pub context: super::fetch_session::FetchContext,
 }
 
 /// A parked operation.
@@ -233,6 +235,7 @@ mod tests {
                     topic_id: None,
                 })
                 .collect(),
+            context: crate::broker::fetch_session::FetchContext::Sessionless,
         })
     }
 

@@ -86,6 +86,10 @@ pub enum ErrorCode {
     UnknownProducerId = 59,
     /// The group does not exist.
     GroupIdNotFound = 69,
+    /// KIP-227: the fetch session is not in the leader's cache (e.g. the leader restarted).
+    FetchSessionIdNotFound = 70,
+    /// KIP-227: the fetch session's epoch is not the one the leader expects.
+    InvalidFetchSessionEpoch = 71,
     /// The broker epoch is older than the registration.
     StaleBrokerEpoch = 77,
     /// Another incarnation of the broker id still holds a live session (KRaft).
@@ -197,6 +201,8 @@ impl ErrorCode {
             ConcurrentTransactions => "CONCURRENT_TRANSACTIONS",
             UnknownProducerId => "UNKNOWN_PRODUCER_ID",
             GroupIdNotFound => "GROUP_ID_NOT_FOUND",
+            FetchSessionIdNotFound => "FETCH_SESSION_ID_NOT_FOUND",
+            InvalidFetchSessionEpoch => "INVALID_FETCH_SESSION_EPOCH",
             StaleBrokerEpoch => "STALE_BROKER_EPOCH",
             DuplicateBrokerRegistration => "DUPLICATE_BROKER_REGISTRATION",
             PreferredLeaderNotAvailable => "PREFERRED_LEADER_NOT_AVAILABLE",

@@ -291,8 +291,13 @@ pub enum Request {
         max_bytes: usize,
         /// Read bound: LEO for followers, HW or LSO for consumers.
         isolation: FetchIsolation,
-        /// Partitions to fetch.
+        /// Partitions to fetch: all of them in a sessionless or full fetch; in an
+        /// incremental one (KIP-227), only those added to the session or changed since.
         partitions: Vec<FetchPartition>,
+        /// The fetch session (KIP-227): sessionless for consumers, a session for followers.
+        session: FetchSessionMeta,
+        /// KIP-227: partitions an incremental fetch removes from its session.
+        forgotten: Vec<TopicPartition>,
     },
     /// Earliest / latest offsets (Kafka: `ListOffsets`).
     ListOffsets {
@@ -492,9 +497,13 @@ pub enum Response {
     },
     /// To `Fetch`.
     Fetch {
-        /// Top-level error (e.g. stale broker epoch).
+        /// Top-level error (e.g. stale broker epoch, a fetch session error).
         error: ErrorCode,
-        /// Per partition.
+        /// KIP-227: the session the answer belongs to (0: none).
+        session_id: i32,
+        /// Per partition: every partition read in a sessionless or full fetch; in an
+        /// incremental one, only those with something new (records, a HW or log start
+        /// change, an error, a divergence).
         partitions: Vec<FetchPartitionResponse>,
     },
     /// To `ListOffsets`.
@@ -694,6 +703,74 @@ pub enum CoordinatorKind {
     Transaction,
     /// KIP-1279 mirrors (`__mirror_state`).
     Mirror,
+}
+
+/// A fetch request's session fields (KIP-227; Kafka: `FetchMetadata`): `(0, -1)` is a
+/// sessionless fetch, `(0, 0)` a full fetch that opens a session, `(id, 0)` a full fetch
+/// that closes session `id` and opens another, `(id, n > 0)` the `n`th incremental fetch of
+/// session `id`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
+pub struct FetchSessionMeta {
+    /// The session id (0: none).
+    pub id: i32,
+    /// The session epoch: 0 opens a session, -1 asks for none.
+    pub epoch: i32,
+}
+
+impl FetchSessionMeta {
+    /// Kafka `INVALID_SESSION_ID`.
+    pub const NO_SESSION: i32 = 0;
+    /// Kafka `INITIAL_EPOCH`: a full fetch that opens a session.
+    pub const INITIAL_EPOCH: i32 = 0;
+    /// Kafka `FINAL_EPOCH`: a full fetch that opens none.
+    pub const FINAL_EPOCH: i32 = -1;
+    /// A sessionless fetch (consumers and the mirror fetcher here).
+    pub const SESSIONLESS: Self = Self {
+        id: Self::NO_SESSION,
+        epoch: Self::FINAL_EPOCH,
+    };
+    /// A follower's first fetch to a leader (Kafka: `FetchMetadata.INITIAL`).
+    pub const INITIAL: Self = Self {
+        id: Self::NO_SESSION,
+        epoch: Self::INITIAL_EPOCH,
+    };
+
+    /// A full fetch (names every partition) rather than an incremental one.
+    #[must_use]
+    pub fn is_full(self) -> bool {
+        self.epoch == Self::INITIAL_EPOCH || self.epoch == Self::FINAL_EPOCH
+    }
+
+    /// Kafka `FetchMetadata.nextEpoch`: 1 after `i32::MAX`, never back to 0.
+    #[must_use]
+    pub fn next_epoch(epoch: i32) -> i32 {
+        if epoch < 0 {
+            Self::FINAL_EPOCH
+        } else if epoch == i32::MAX {
+            1
+        } else {
+            epoch + 1
+        }
+    }
+
+    /// Kafka `nextCloseExisting`: after an error, a full fetch that closes this session.
+    #[must_use]
+    pub fn close_existing(self) -> Self {
+        Self {
+            id: self.id,
+            epoch: Self::INITIAL_EPOCH,
+        }
+    }
+
+    /// Kafka `nextIncremental`: the next fetch of the same session.
+    #[must_use]
+    pub fn next_incremental(self) -> Self {
+        Self {
+            id: self.id,
+            epoch: Self::next_epoch(self.epoch),
+        }
+    }
 }
 
 /// One partition of a fetch request.

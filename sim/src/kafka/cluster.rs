@@ -499,6 +499,41 @@ impl KafkaWorld {
         .flatten()
     }
 
+    /// Whether `follower`'s HW for `tp` stays below leader `leader`'s only because Kafka's
+    /// incremental fetch session will not tell it again: the follower holds the leader's
+    /// LEO, it received the current HW without applying it, and the leader's session with it
+    /// cached that HW. This
+    /// happens after a truncation on a diverging epoch: the follower does not apply that
+    /// answer's HW (`AbstractFetcherThread`: "Those will be updated by the next fetch"), but
+    /// the session cached it (`CachedPartition.maybeUpdateResponseData`), so the next
+    /// answers leave the partition out until the leader's HW moves.
+    #[must_use]
+    pub fn session_keeps_follower_hw_stale(
+        &self,
+        cluster: ClusterIdx,
+        leader: BrokerId,
+        follower: BrokerId,
+        tp: &TopicPartition,
+    ) -> bool {
+        let Some((leo, hw)) = self.replica_offsets(cluster, leader, tp) else {
+            return false;
+        };
+        let cached = self
+            .with_broker(cluster, leader, |b| b.fetch_session_told_hw(follower, tp))
+            .flatten();
+        // The follower received the current HW (it is not in flight) and did not apply it.
+        let received = self
+            .with_broker(cluster, follower, |b| {
+                b.fetch_state(tp)
+                    .filter(|(l, _)| *l == leader)
+                    .and_then(|(_, part)| part.told_high_watermark)
+            })
+            .flatten();
+        matches!(self.replica_offsets(cluster, follower, tp), Some((f_leo, f_hw)) if f_leo == leo && f_hw < hw)
+            && cached == Some(hw)
+            && received == Some(hw)
+    }
+
     /// Kafka-level fault: an unclean election for `tp` (the partition must have no leader).
     pub async fn unclean_election(&self, cluster: ClusterIdx, tp: &TopicPartition) -> ErrorCode {
         self.unclean_election_of(cluster, tp, None).await

@@ -204,7 +204,9 @@ pub fn partition_count(w: &KafkaWorld, c: ClusterIdx, topic: &str) -> Option<i32
         .map(|t| i32::try_from(t.partitions.len()).unwrap_or(i32::MAX))
 }
 
-/// Every live replica of the partition holds `log` byte for byte, with LEO = HW = its end.
+/// Every live replica of the partition holds `log` byte for byte, with LEO = HW = its end;
+/// a follower's HW may trail where Kafka's own fetch session leaves it stale
+/// ([`KafkaWorld::session_keeps_follower_hw_stale`]).
 #[must_use]
 pub fn replicas_hold(
     w: &KafkaWorld,
@@ -215,11 +217,16 @@ pub fn replicas_hold(
     let Some((replicas, _)) = replicas_and_isr(w, c, tp) else {
         return false;
     };
+    let leader = w.leader(c, tp);
     let end = log.last().map(|b| b.next_offset().0);
     replicas.into_iter().filter(|b| is_up(w, c, *b)).all(|b| {
+        let stale_hw =
+            leader.is_some_and(|l| l != b && w.session_keeps_follower_hw_stale(c, l, b, tp));
         replica_log(w, c, b, tp).is_some_and(|l| l == log)
-            && bounds(w, c, b, tp)
-                .is_some_and(|x| end.is_none_or(|e| x.leo == e && x.hw == e) && x.hw == x.leo)
+            && bounds(w, c, b, tp).is_some_and(|x| {
+                end.is_none_or(|e| x.leo == e && (x.hw == e || stale_hw))
+                    && (x.hw == x.leo || stale_hw)
+            })
     })
 }
 

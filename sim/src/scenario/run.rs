@@ -821,6 +821,8 @@ impl Ctx<'_> {
                         log_start_offset: Offset(-1),
                         topic_id: None,
                     }],
+                    session: mirror_core::protocol::messages::FetchSessionMeta::SESSIONLESS,
+                    forgotten: Vec::new(),
                 };
                 let Some(Response::Fetch { partitions, .. }) =
                     self.w.request_to(c, leader, req).await

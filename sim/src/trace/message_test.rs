@@ -56,6 +56,8 @@ fn a_follower_fetch_shows_offset_and_both_epochs() {
                 topic_id: None,
             },
         ],
+        session: mirror_core::protocol::messages::FetchSessionMeta::SESSIONLESS,
+        forgotten: Vec::new(),
     };
     assert_eq!(
         req(r),
@@ -80,6 +82,7 @@ fn a_fetch_response_shows_divergence_offsets_and_batches() {
         .build_control(ControlRecord::MirrorPidReset, 0);
     let r = Response::Fetch {
         error: ErrorCode::None,
+        session_id: 0,
         partitions: vec![
             FetchPartitionResponse {
                 tp: tp(0),

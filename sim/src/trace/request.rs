@@ -9,7 +9,7 @@ use mirror_core::mirror::MirrorPartitionState;
 use mirror_core::protocol::Request;
 use mirror_core::protocol::acl::AclBindingFilter;
 use mirror_core::protocol::messages::{
-    FetchPartition, MirrorPartitionStateWrite, ReadMirrorStatesTopic, TxnMarker,
+    FetchPartition, FetchSessionMeta, MirrorPartitionStateWrite, ReadMirrorStatesTopic, TxnMarker,
     WriteMirrorStatesTopic,
 };
 use mirror_core::record::RecordBatch;
@@ -249,6 +249,8 @@ pub(super) fn write(out: &mut String, r: &Request) {
             max_bytes,
             isolation,
             partitions,
+            session,
+            forgotten,
         } => {
             match replica {
                 Some((b, e)) => w!(out, " replica={b} be={e}"),
@@ -258,9 +260,16 @@ pub(super) fn write(out: &mut String, r: &Request) {
                 out,
                 " iso={isolation:?} wait={max_wait_ms} min={min_bytes} max={max_bytes}"
             );
+            // KIP-227 fields only when a session is used (consumers fetch sessionless).
+            if *session != FetchSessionMeta::SESSIONLESS {
+                w!(out, " session={}/{}", session.id, session.epoch);
+            }
             for p in partitions {
                 out.push(' ');
                 fetch_partition(out, p);
+            }
+            for tp in forgotten {
+                w!(out, " forget={tp}");
             }
         }
         R::ListOffsets {

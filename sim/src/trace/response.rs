@@ -102,8 +102,15 @@ pub(super) fn write(out: &mut String, r: &Response, answers: Option<&'static str
                 );
             }
         }
-        R::Fetch { error, partitions } => {
+        R::Fetch {
+            error,
+            session_id,
+            partitions,
+        } => {
             w!(out, " {error}");
+            if *session_id != 0 {
+                w!(out, " session={session_id}");
+            }
             for p in partitions {
                 out.push(' ');
                 fetch_partition(out, p);

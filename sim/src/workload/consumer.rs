@@ -494,6 +494,8 @@ impl Consumer {
                 max_bytes: self.cfg.fetch_max_bytes,
                 isolation: self.isolation(),
                 partitions,
+                session: mirror_core::protocol::messages::FetchSessionMeta::SESSIONLESS,
+                forgotten: Vec::new(),
             };
             self.wire.send(now, b, req, Tag::Fetch(b, tag));
         }
@@ -694,7 +696,9 @@ impl Consumer {
             }
         }
         let (top, partitions) = match resp {
-            Some(Response::Fetch { error, partitions }) => (error, partitions),
+            Some(Response::Fetch {
+                error, partitions, ..
+            }) => (error, partitions),
             other => (error_of(other.as_ref()), Vec::new()),
         };
         let mut answers: BTreeMap<TopicPartition, FetchPartitionResponse> =

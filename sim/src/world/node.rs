@@ -55,7 +55,7 @@ impl MessageKind for Wire {
                 part: Part::Request,
             },
             Message::Response(r) => {
-                let empty = matches!(r, Response::Fetch { error, partitions }
+                let empty = matches!(r, Response::Fetch { error, partitions, .. }
                     if error.is_ok()
                         && partitions.iter().all(|p| p.error.is_ok() && p.batches.is_empty()));
                 Kind {

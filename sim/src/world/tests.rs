@@ -525,6 +525,8 @@ fn a_fetch_counts_its_partition_entries_and_other_messages_none() {
                     topic_id: None,
                 })
                 .collect(),
+            session: mirror_core::protocol::messages::FetchSessionMeta::SESSIONLESS,
+            forgotten: Vec::new(),
         }),
     };
     assert_eq!(request.partitions(), 3);
@@ -532,6 +534,7 @@ fn a_fetch_counts_its_partition_entries_and_other_messages_none() {
         id: 1,
         message: Message::Response(Response::Fetch {
             error: ErrorCode::None,
+            session_id: 0,
             partitions: tps[..2]
                 .iter()
                 .map(|tp| FetchPartitionResponse {
@@ -552,6 +555,7 @@ fn a_fetch_counts_its_partition_entries_and_other_messages_none() {
         id: 2,
         message: Message::Response(Response::Fetch {
             error: ErrorCode::StaleBrokerEpoch,
+            session_id: 0,
             partitions: Vec::new(),
         }),
     };

@@ -329,6 +329,8 @@ impl Broker {
                 max_bytes: self.config.replica_fetch_max_bytes,
                 isolation,
                 partitions: parts,
+                session: crate::protocol::messages::FetchSessionMeta::SESSIONLESS,
+                forgotten: Vec::new(),
             };
             self.send_request(
                 NodeId::broker(cluster, leader),
@@ -373,7 +375,9 @@ impl Broker {
         }
         let backoff = self.now.plus_millis(1_000);
         match resp {
-            Some(Response::Fetch { error, partitions }) if error.is_ok() => {
+            Some(Response::Fetch {
+                error, partitions, ..
+            }) if error.is_ok() => {
                 let sent: BTreeMap<TopicPartition, Offset> = sent.into_iter().collect();
                 for r in partitions {
                     let Some(&req_offset) = sent.get(&r.tp) else {
