@@ -138,3 +138,16 @@ fn a_stale_leader_committing_after_an_unclean_election_is_not_committed_history(
     let out = mirror_sim::chaos::run_plan(plan, &ChaosOptions::default());
     assert!(out.verdict.is_pass(), "{:?}", out.verdict);
 }
+
+#[test]
+fn a_follower_whose_session_empties_still_sends_the_forgetting_fetch() {
+    // Fresh single-cluster seed 172385062: a follower's only partition of one leader backs
+    // off, so its KIP-227 session would send nothing. Kafka's `buildFetch` still sends a
+    // request that only forgets, and the leader closes the emptied session; the next fetch
+    // is a full one that carries the leader's HW. Without that request (as a first cut of
+    // the sessions did) the leader kept the partition's last-told HW cached and never told
+    // the follower again: replica 5 stayed at HW 1130 below the leader's 1134 (liveness,
+    // replica_behind).
+    let out = run_chaos_seed(172_385_062, &ChaosOptions::default());
+    assert!(out.verdict.is_pass(), "{:?}", out.verdict);
+}

@@ -386,14 +386,14 @@ fn an_epoch_bump_caused_by_one_partition_keeps_the_stamps_of_batches_sent_to_oth
 
 #[test]
 fn a_stopped_partition_re_reads_its_state_when_the_mirror_state_partition_moves() {
-    // Mirror chaos seed 7771 (shrunk): an unclean election of `__mirror_state-2` on the new
+    // Mirror chaos seed 7771 (shrunk, re-timed for KIP-227 fetch sessions): an unclean election of `__mirror_state-2` on the new
     // primary loses the STOPPING and STOPPED records of t1-0 (MIRRORING is read back). The
     // STOPPED leader never wrote again, so the coordinator answered MIRRORING to the old
     // source's failback lookup for ever (PREPARING, liveness). A settled run re-reads when
     // its `__mirror_state` partition changes leader and stops again.
     passes_with(
         include_str!("capsules/mirror-7771-mirror-state-regressed-by-unclean-election.json"),
-        Some("STOPPING→STOPPED se=4 le=1"),
+        Some("t1-0         STOPPING→STOPPED se=4 le=1"),
         "the case needs the second stop after the regressed read",
     );
 }
@@ -765,12 +765,13 @@ fn the_stops_lso_cut_at_the_log_end_keeps_the_leaders_own_epoch() {
 
 #[test]
 fn a_follower_kafka_cannot_bring_back_after_a_declared_loss_is_not_a_stuck_model() {
-    // Single-cluster chaos seed 6430 (shrunk): bit rot on the last ISR member (a declared
-    // loss) lets src-5 rewrite t0-0 from 40; a DeleteRecords then puts the log start at 155,
-    // inside batch 150..159. src-4 truncates to exactly 155 (the leader's epoch cache, cut
-    // from the start, says its old epoch ends there) and keeps its own 40..154; Kafka takes
-    // the straddling batch only into an empty log, so it never catches up
-    // (`kafka_loss_explains_stuck_follower`). Before, the run was reported stuck (isr_short).
+    // Single-cluster chaos seed 6430 (shrunk, re-timed for KIP-227 fetch sessions): bit rot
+    // on the last ISR member (a declared loss) lets src-5 rewrite t0-0 from 110; a
+    // DeleteRecords then puts the log start at 155, inside batch 150..159. src-4 truncates to
+    // exactly 155 (the leader's epoch cache, cut from the start, says its old epoch ends
+    // there) and keeps its own 110..154; Kafka takes the straddling batch only into an empty
+    // log, so it never catches up (`kafka_loss_explains_stuck_follower`; without that check
+    // the run is reported stuck, isr_short).
     passes_with(
         include_str!("capsules/single-6430-follower-stuck-below-a-mid-batch-log-start.json"),
         Some("src-5  t0-0         log start=155"),
