@@ -315,6 +315,40 @@ fn truncate_to_below_first_batch_truncates_fully() {
 }
 
 #[test]
+fn a_truncation_restarts_the_log_only_below_its_first_batch() {
+    // Kafka `UnifiedLog.truncateTo`: `truncateFullyAndStartAt` when the first segment starts
+    // above the target. A broker asks first, to write the files of a restart (every
+    // producer snapshot deleted), not those of a cut (mirror chaos seed 6872).
+    let mut l = log();
+    lead(&mut l, &txn(7, 0, 0, 4), 0); // 0-3, open
+    lead(&mut l, &plain(4), 0); // 4-7
+    lead(&mut l, &plain(4), 0); // 8-11
+    l.maybe_increment_high_watermark(Offset(12)).unwrap();
+    l.maybe_increment_log_start_offset(Offset(9)).unwrap(); // the batch 8-11 stays first
+    for (target, restarts) in [(0, true), (7, true), (8, false), (9, false), (11, false)] {
+        assert_eq!(
+            l.truncation_restarts_log(Offset(target)),
+            restarts,
+            "target {target}"
+        );
+    }
+    assert_eq!(
+        l.producer_state_base().first_unstable_offset(),
+        Some(Offset(0)),
+        "the log start's state holds the open transaction"
+    );
+    assert!(l.truncate_to(Offset(5)).unwrap());
+    assert_eq!(
+        (l.log_start_offset(), l.log_end_offset(), l.batch_count()),
+        (Offset(5), Offset(5), 0)
+    );
+    assert_eq!(l.producer_state_base().first_unstable_offset(), None);
+    // An empty log restarts below its log start only.
+    assert!(l.truncation_restarts_log(Offset(4)));
+    assert!(!l.truncation_restarts_log(Offset(5)));
+}
+
+#[test]
 fn negative_truncation_is_an_error() {
     let mut l = log();
     assert_eq!(

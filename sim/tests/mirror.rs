@@ -821,3 +821,50 @@ fn a_zombie_hw_recovered_after_a_restart_is_still_excused_by_the_unclean_electio
         "the case needs the truncation below the recovered zombie HW",
     );
 }
+
+#[test]
+fn a_failback_cut_below_the_log_start_leaves_no_producer_snapshot_of_the_old_log() {
+    // Mirror seed 6872, shrunk: the old source's t0-0 has a DeleteRecords log start of 93,
+    // above a transaction of its own that began at 83; the failback's divergence cuts it to
+    // 40, below its first batch, so the log restarts there (Kafka `truncateTo` →
+    // `truncateFullyAndStartAt`, which deletes every producer snapshot). The model once
+    // restarted the log in memory but cut only the segment files: the old snapshot, with
+    // that transaction open, stayed on disk, and after a restart the copied history's next
+    // non-transactional batch of that producer id failed to append for good (the full seed:
+    // `isr_short`). `recovery_idempotent` compares the snapshot's open transactions with the
+    // log's after every truncation; on the old code it fails at src-4's cut.
+    passes_with(
+        include_str!(
+            "capsules/mirror-6872-failback-truncation-below-the-log-start-keeps-no-old-snapshot.json"
+        ),
+        Some("src-4  t0-0         ! truncate fully leo 613→start 40 cause=Mirror"),
+        "the case needs the failback cut below the log start",
+    );
+    // The unshrunk seed, with src-1's crash after the same cut: every replica rejoins.
+    let out = mirror_sim::chaos::run_chaos_seed(
+        6872,
+        &mirror_sim::chaos::ChaosOptions {
+            mirror: true,
+            ..mirror_sim::chaos::ChaosOptions::default()
+        },
+    );
+    assert!(out.verdict.is_pass(), "{:?}", out.verdict);
+}
+
+#[test]
+fn finding_k1_on_a_stopped_mirror_partition_is_judged_at_the_end_of_the_run_as_k1() {
+    // K1's second route on the new primary, fresh mirror chaos seed 517001819 (shrunk to 4
+    // faults). After the stop, dst-3, cut off from the controller, is a zombie leader of
+    // `__transaction_state` (ISR [3]) when the controller elects dst-2 uncleanly; it answers
+    // the failover producer's AddPartitionsToTxn from a record it commits alone, the batch
+    // is acknowledged on the STOPPED t0-0, and dst-2, the real coordinator, answers the
+    // EndTxn as a retry of the transaction it last completed: no marker, the LSO stays
+    // below the HW. The end-of-run check of STOPPED partitions found it first and gave
+    // the bare kind, which no known finding has; the kind now names K1 wherever the hang is
+    // found.
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-517001819-zombie-coordinator-on-the-new-primary-stopped-partition.json"
+    ));
+    assert_eq!(hang_of(&out).node, "dst-1");
+    assert_eq!(out.kind(), "violation:lso_reaches_hw:coordinator_lost_txn");
+}

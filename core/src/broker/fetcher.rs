@@ -10,7 +10,6 @@ use super::timers::TimerId;
 use crate::keyed_map::PartitionMap;
 use crate::protocol::messages::{FetchPartitionResponse, ListOffsetsPartitionResponse, OffsetSpec};
 use crate::protocol::{ErrorCode, Request};
-use crate::record::RecordBatch;
 use crate::replication::fetch_follower::{
     FetchErrorAction, FollowerFetchState, OutOfRangeAction, classify_fetch_error,
     mirror_follower_out_of_range_action, reset_offset_after_out_of_range, truncation_offset,
@@ -198,8 +197,19 @@ impl Broker {
         let Some(p) = self.partitions.get_mut(tp) else {
             return;
         };
+        if to.0 >= 0 && to < p.log.log_end_offset() && p.log.truncation_restarts_log(to) {
+            // Kafka `UnifiedLog.truncateTo`: a target below the first segment is
+            // `truncateFullyAndStartAt`, which deletes every segment and producer snapshot.
+            // Truncating the files alone kept the old producer snapshot, which a restart
+            // then replayed under the new history (mirror chaos seed 6872: a transaction
+            // of the old source's history left open, so the copied history's next
+            // non-transactional batch failed to append forever).
+            self.truncate_replica_fully(tp, to, cause);
+            return;
+        }
         let from = p.log.log_end_offset();
         let hw_before = p.log.high_watermark();
+        let log_start_before = p.log.log_start_offset();
         let cache_before = p.log.epoch_cache().epoch_entries().to_vec();
         let Ok(changed) = p.log.truncate_to(to) else {
             return;
@@ -207,6 +217,14 @@ impl Broker {
         let mut io = Vec::new();
         if changed {
             p.files.truncate_to(p.log.log_end_offset(), &mut io);
+        }
+        if p.log.log_start_offset() != log_start_before {
+            // A cut at or below the log start restarts the producer state there
+            // (`PartitionLog::truncate_to`); the snapshot on disk says the same.
+            p.files.write_producer_snapshot(
+                crate::log::producer_snapshot::encode(p.log.producer_state_base()),
+                &mut io,
+            );
         }
         if p.log.epoch_cache().epoch_entries() != cache_before.as_slice() {
             p.files
@@ -249,12 +267,7 @@ impl Broker {
         if offset >= p.log.log_end_offset() {
             return ErrorCode::None;
         }
-        let first_base = p.log.batches().next().map(RecordBatch::base_offset);
-        if first_base.map_or(offset < p.log.log_start_offset(), |b| b > offset) {
-            self.truncate_replica_fully(tp, offset, TruncationCause::TestHook);
-        } else {
-            self.truncate_replica(tp, offset, TruncationCause::TestHook);
-        }
+        self.truncate_replica(tp, offset, TruncationCause::TestHook);
         let p = &self.partitions[tp];
         let (state, leo, epoch) = (
             p.fetching_from_log_end(),

@@ -609,10 +609,7 @@ impl PartitionLog {
             self.epoch_cache.truncate_from_end(self.log_end_offset);
             return Ok(false);
         }
-        let first_base = self.batches.front().map(RecordBatch::base_offset);
-        if first_base.is_some_and(|b| b > target)
-            || (first_base.is_none() && target < self.log_start_offset)
-        {
+        if self.truncation_restarts_log(target) {
             self.truncate_fully_and_start_at(target, None);
             return Ok(true);
         }
@@ -652,6 +649,17 @@ impl PartitionLog {
         self.reload_producer_state();
         self.check_invariants();
         Ok(true)
+    }
+
+    /// Whether [`Self::truncate_to`] below the LEO would restart the log at `target`
+    /// (Kafka `UnifiedLog.truncateTo`: a target below the first segment's base offset is
+    /// `truncateFullyAndStartAt`).
+    #[must_use]
+    pub fn truncation_restarts_log(&self, target: Offset) -> bool {
+        match self.batches.front() {
+            Some(b) => b.base_offset() > target,
+            None => target < self.log_start_offset,
+        }
     }
 
     /// Deletes everything and restarts the log at `offset` (Kafka:

@@ -328,7 +328,22 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
     };
     let snapshot = || ops.lock().map(|o| o.clone()).unwrap_or_default();
     let violated = |v: Violation| {
-        let site = site::of_violation(&w, &plan, &snapshot(), &v);
+        let mut site = site::of_violation(&w, &plan, &snapshot(), &v);
+        // A hanging transaction's known forms get their own kinds, so a known-findings file
+        // can list them without covering every hanging transaction (`verdict_kind`): the F1
+        // form (a failback cut that split it) and K1 (Kafka's coordinator lost it). Judged
+        // alike whether the hang is found at the end of the run (a STOPPED mirror partition)
+        // or in the liveness phase (fresh mirror seed 517001819: K1's zombie coordinator on
+        // the new primary, first found at the end of the run and left unqualified).
+        if v.invariant == "lso_reaches_hw"
+            && let Some((cluster, b, tp)) = site::broker_replica(&v)
+        {
+            if site.cluster == "failback-target" && w.mirror_cut_inside_open_txn(cluster, b, &tp) {
+                site.stuck = Some(MIRROR_CUT_INSIDE_TXN.into());
+            } else if w.coordinator_lost_open_txn(cluster, b, &tp) {
+                site.stuck = Some(COORDINATOR_LOST_TXN.into());
+            }
+        }
         (Verdict::Violation(v), Some(site))
     };
     let (verdict, site) = if let Some(v) = w.violation() {
@@ -360,23 +375,7 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
                         let mut v =
                             Violation::new("lso_reaches_hw", node, Some(&s.tp), None, s.detail);
                         v.t_micros = w.world.now().0;
-                        let (verdict, site) = violated(v);
-                        // The F1 form (a failback cut that split a transaction) gets its own
-                        // kind, so a known-findings file can list it without covering every
-                        // hanging transaction (`verdict_kind`).
-                        let site = site.map(|mut site| {
-                            if let Some(b) = s.broker {
-                                if site.cluster == "failback-target"
-                                    && w.mirror_cut_inside_open_txn(s.cluster, b, &s.tp)
-                                {
-                                    site.stuck = Some(MIRROR_CUT_INSIDE_TXN.into());
-                                } else if w.coordinator_lost_open_txn(s.cluster, b, &s.tp) {
-                                    site.stuck = Some(COORDINATOR_LOST_TXN.into());
-                                }
-                            }
-                            site
-                        });
-                        (verdict, site)
+                        violated(v)
                     }
                     stuck => {
                         let site = site::of_stuck(&w, &plan, &ops, stuck.as_ref());

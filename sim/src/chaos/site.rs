@@ -62,6 +62,14 @@ pub(super) fn of_violation(
     }
 }
 
+/// The broker replica a violation names (`dst-1`, `t0-2`), if it names one.
+pub(super) fn broker_replica(v: &Violation) -> Option<(ClusterIdx, BrokerId, TopicPartition)> {
+    let (Some(cluster), NodeRole::Broker(b)) = parse_node(&v.node) else {
+        return None;
+    };
+    Some((cluster, b, v.partition.as_deref().and_then(parse_tp)?))
+}
+
 /// The site of a liveness failure (`None`: it converged, but late).
 pub(super) fn of_stuck(
     w: &KafkaWorld,

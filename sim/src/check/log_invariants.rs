@@ -140,6 +140,13 @@ impl Checker {
         nodes: &NodeMap,
         name: &dyn Fn(NodeId) -> String,
     ) -> Result<(), Violation> {
+        if let Event::Truncated { tp, .. }
+        | Event::TruncatedFully { tp, .. }
+        | Event::LogStartChanged { tp, .. } = event
+        {
+            // The broker's writes for the event reached the disk before it (outputs in order).
+            super::recovery::check_producer_snapshot(&self.disks, ctx.node, tp, nodes, name)?;
+        }
         self.check_log(ctx, event, nodes, name)?;
         // After the single-cluster checks: they may have declared a loss this event caused.
         self.mirror.on_event(ctx, event, &self.ghost, nodes, name)

@@ -19,9 +19,11 @@ use mirror_core::broker::recovery::{self, RecoveryRecord};
 use mirror_core::broker::storage::partition_dir;
 use mirror_core::broker::{IoOp, partition::Partition};
 use mirror_core::log::partition_log::PartitionLog;
+use mirror_core::log::producer_snapshot;
+use mirror_core::log::producer_state::ProducerStateManager;
 use mirror_core::protocol::NodeId;
 use mirror_core::record::{RecordBatch, codec};
-use mirror_core::types::TopicPartition;
+use mirror_core::types::{Offset, ProducerId, TopicPartition};
 
 use super::Violation;
 use super::log_invariants::{NodeMap, with_partition};
@@ -139,9 +141,32 @@ pub fn files_hold_logs(
     Ok(())
 }
 
-/// How a replica's segment files differ from its log, if they do.
+/// After a truncation or a log-start move: the producer snapshot on `node`'s disk holds the
+/// open transactions of `tp`'s producer state at its log start, which a restart replays the
+/// log on (`snapshot_difference`).
+pub fn check_producer_snapshot(
+    disks: &DiskMap,
+    node: NodeId,
+    tp: &TopicPartition,
+    nodes: &NodeMap,
+    name: &dyn Fn(NodeId) -> String,
+) -> Result<(), Violation> {
+    let Some(disk) = disks.get(&node) else {
+        return Ok(());
+    };
+    let image = partition_image(&lock(disk), tp);
+    match with_partition(nodes, node, tp, |p| snapshot_difference(&image, &p.log)) {
+        Some(Some(d)) => Err(Violation::new(INVARIANT, name(node), Some(tp), None, d)),
+        _ => Ok(()),
+    }
+}
+
+/// How a replica's segment files or producer snapshot differ from its log, if they do.
 fn files_difference(image: &BTreeMap<String, Bytes>, p: &Partition) -> Option<String> {
     let log = &p.log;
+    if let Some(d) = snapshot_difference(image, log) {
+        return Some(d);
+    }
     if files_are_log(image, log) {
         return None;
     }
@@ -167,6 +192,41 @@ fn files_difference(image: &BTreeMap<String, Bytes>, p: &Partition) -> Option<St
         .zip(log.batches())
         .find(|(d, m)| d != m)
         .map(|(d, _)| format!("batch at {} differs", d.base_offset()))
+}
+
+/// Open transactions by producer: what a restart's replay starts from.
+fn open_txns(psm: &ProducerStateManager) -> BTreeMap<ProducerId, Offset> {
+    psm.active_producers()
+        .iter()
+        .filter_map(|(pid, e)| e.current_txn_first_offset.map(|o| (*pid, o)))
+        .collect()
+}
+
+/// How the producer snapshot on disk differs from the log's producer state at its log start
+/// (its base), in the open transactions a restart would replay on top of it. Kafka deletes
+/// the snapshots a truncation passes (`truncateFullyAndStartAt` all of them), so a restart
+/// never replays the new history over a snapshot of the old one (mirror chaos seed 6872: an
+/// old source transaction left open after the failback's truncation below the log start).
+/// Idle producers may differ: expiry drops them from memory and from the next load alike.
+fn snapshot_difference(image: &BTreeMap<String, Bytes>, log: &PartitionLog) -> Option<String> {
+    let want = open_txns(log.producer_state_base());
+    let on_disk = match image
+        .iter()
+        .find(|(p, _)| p.ends_with("/producer-snapshot"))
+    {
+        None => BTreeMap::new(),
+        Some((path, bytes)) => {
+            match producer_snapshot::decode(bytes, log.config().producer_id_expiration_ms) {
+                Ok(psm) => open_txns(&psm),
+                Err(e) => return Some(format!("{path}: {e:?}")),
+            }
+        }
+    };
+    (on_disk != want).then(|| {
+        format!(
+            "the producer snapshot holds open transactions {on_disk:?}, the log's state at its start {want:?}"
+        )
+    })
 }
 
 /// True when the segment files hold exactly the log's batches, byte for byte, and no batch
@@ -212,7 +272,7 @@ mod tests {
     use mirror_core::broker::storage::PartitionFiles;
     use mirror_core::log::partition_log::{LogConfig, PartitionLog};
     use mirror_core::record::{BatchBuilder, SimpleRecord};
-    use mirror_core::types::{LeaderEpoch, Offset, TopicId};
+    use mirror_core::types::{LeaderEpoch, ProducerEpoch, Sequence, TopicId};
 
     fn batch(base: i64) -> RecordBatch {
         BatchBuilder::new()
@@ -282,5 +342,43 @@ mod tests {
         assert!(!files_are_log(&image(&changed, b""), &replica(0).log));
         let d = files_difference(&image(&changed, b""), &replica(0)).unwrap();
         assert!(d.contains("batch at 2 differs"), "{d}");
+    }
+
+    #[test]
+    fn the_producer_snapshot_must_hold_the_log_starts_open_transactions() {
+        // A log whose start (2) lies above an open transaction at 0: its base state has it.
+        let mut log = PartitionLog::new(LogConfig::default());
+        let txn = BatchBuilder::transactional(ProducerId(7), ProducerEpoch(0), Sequence(0))
+            .leader_epoch(LeaderEpoch(0))
+            .build(&[SimpleRecord::value(0, "t")]);
+        log.append_as_follower(&txn, None).unwrap();
+        for b in 1..3 {
+            log.append_as_follower(&batch(b), None).unwrap();
+        }
+        log.maybe_update_high_watermark(Offset(3));
+        log.maybe_increment_log_start_offset(Offset(2)).unwrap();
+        let with = |psm: &ProducerStateManager| {
+            BTreeMap::from([(
+                "t-0/producer-snapshot".to_string(),
+                producer_snapshot::encode(psm),
+            )])
+        };
+        assert_eq!(
+            snapshot_difference(&with(log.producer_state_base()), &log),
+            None
+        );
+        // No snapshot on disk: a restart would replay from an empty state.
+        let d = snapshot_difference(&BTreeMap::new(), &log).unwrap();
+        assert!(d.contains("holds open transactions {}"), "{d}");
+        // A restart of the log below its first batch forgets the transaction; the old
+        // snapshot left on disk would bring it back (mirror chaos seed 6872).
+        let old = with(log.producer_state_base());
+        assert!(log.truncate_to(Offset(1)).unwrap());
+        let d = snapshot_difference(&old, &log).unwrap();
+        assert!(d.contains("{ProducerId(7): Offset(0)}"), "{d}");
+        assert_eq!(
+            snapshot_difference(&with(log.producer_state_base()), &log),
+            None
+        );
     }
 }
