@@ -868,3 +868,22 @@ fn finding_k1_on_a_stopped_mirror_partition_is_judged_at_the_end_of_the_run_as_k
     assert_eq!(hang_of(&out).node, "dst-1");
     assert_eq!(out.kind(), "violation:lso_reaches_hw:coordinator_lost_txn");
 }
+
+#[test]
+fn a_source_hw_kafka_leaves_below_its_leo_is_all_the_mirror_owes() {
+    // Fresh mirror seed 172384947: src-2, back from a crash and fetching t0-1 from src-3
+    // (ISR [3]), loses a fetch response under packet loss, so it stays caught up on paper
+    // (its last fetch reached the leader's LEO) and holds the HW at 180 while src-3 appends
+    // to 430; then src-2 goes down for good (the persistent partial fault). With the
+    // producers stopped, Kafka recomputes that HW only on a next write, which never comes:
+    // the source commits 180 and the mirror, fetching with HW isolation, holds 180. The run
+    // converged; judged on whole logs it was a liveness failure (`logs_differ`).
+    let out = mirror_sim::chaos::run_chaos_seed(
+        172_384_947,
+        &mirror_sim::chaos::ChaosOptions {
+            mirror: true,
+            ..mirror_sim::chaos::ChaosOptions::default()
+        },
+    );
+    assert!(out.verdict.is_pass(), "{:?}", out.verdict);
+}

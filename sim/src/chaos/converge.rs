@@ -48,10 +48,37 @@ pub(super) fn stuck(
     ops: &MirrorOps,
     held: &HeldOut,
 ) -> Option<Stuck> {
+    stuck_judged(w, plan, ops, held, false)
+}
+
+fn stuck_judged(
+    w: &KafkaWorld,
+    plan: &ChaosPlan,
+    ops: &MirrorOps,
+    held: &HeldOut,
+    below_source_hw: bool,
+) -> Option<Stuck> {
     (0..plan.brokers.len())
         .filter_map(|c| u16::try_from(c).ok().map(ClusterIdx))
         .find_map(|c| cluster_stuck(w, plan, c, held.get(&c).copied()))
-        .or_else(|| mirror_stuck(w, plan, ops))
+        .or_else(|| mirror_stuck(w, plan, ops, below_source_hw))
+}
+
+/// [`stuck`] once the liveness phase ran out, with the mirror's source compared only below
+/// its HW: the mirror copies what its source committed (A.1: a fetch with HW isolation),
+/// and a source HW below its LEO gets past `cluster_stuck` only where Kafka leaves it until
+/// the next write (a follower that held it back went silent). That write never comes with
+/// the producers stopped (fresh mirror seed 172384947: a follower's fetch response lost,
+/// then its broker down for good; the source leader stays at HW 180 under LEO 430, the
+/// mirror at 180). Used only after the strict wait, so a run whose source HW still moves
+/// on its own converges as before.
+pub(super) fn stuck_below_source_hw(
+    w: &KafkaWorld,
+    plan: &ChaosPlan,
+    ops: &MirrorOps,
+    held: &HeldOut,
+) -> Option<Stuck> {
+    stuck_judged(w, plan, ops, held, true)
 }
 
 /// A leader's `(log start, LEO, batches)`, as [`leader_log`] reads it.
@@ -101,15 +128,30 @@ fn shared_epoch_split(
         .find(|e| in_epoch(a, *e) != in_epoch(b, *e))
 }
 
-/// The leader's log start, LEO and batches.
-fn leader_log(w: &KafkaWorld, c: ClusterIdx, tp: &TopicPartition) -> Option<LeaderLog> {
+/// The leader's log start, LEO and batches; with `committed`, only its records below its HW
+/// (the LEO is then the HW).
+fn leader_log(
+    w: &KafkaWorld,
+    c: ClusterIdx,
+    tp: &TopicPartition,
+    committed: bool,
+) -> Option<LeaderLog> {
     let l = w.leader(c, tp)?;
     w.with_broker(c, l, |b| {
         b.partition(tp).map(|p| {
+            let end = if committed {
+                p.log.high_watermark()
+            } else {
+                p.log.log_end_offset()
+            };
             (
                 p.log.log_start_offset(),
-                p.log.log_end_offset(),
-                p.log.batches().cloned().collect(),
+                end,
+                p.log
+                    .batches()
+                    .filter(|b| b.last_offset() < end)
+                    .cloned()
+                    .collect(),
             )
         })
     })
@@ -118,7 +160,12 @@ fn leader_log(w: &KafkaWorld, c: ClusterIdx, tp: &TopicPartition) -> Option<Lead
 
 /// `None` when the mirror reached what the operator asked for: identical logs in MIRRORING,
 /// STOPPED after a stop, identical logs again after a failback.
-fn mirror_stuck(w: &KafkaWorld, plan: &ChaosPlan, ops: &MirrorOps) -> Option<Stuck> {
+fn mirror_stuck(
+    w: &KafkaWorld,
+    plan: &ChaosPlan,
+    ops: &MirrorOps,
+    below_source_hw: bool,
+) -> Option<Stuck> {
     if !plan.mirror {
         return None;
     }
@@ -189,7 +236,12 @@ fn mirror_stuck(w: &KafkaWorld, plan: &ChaosPlan, ops: &MirrorOps) -> Option<Stu
                 // source log start back to 0, destination at 489). The logs must agree from the
                 // later log start to the same LEO ([`logs_agree`]), as `failback_converges`
                 // checks.
-                let (a, b) = (leader_log(w, src, &tp), leader_log(w, dst, &tp));
+                // With `below_source_hw`, the mirror's source counts only below its HW
+                // ([`stuck_below_source_hw`]).
+                let (a, b) = (
+                    leader_log(w, src, &tp, below_source_hw && !failing_back),
+                    leader_log(w, dst, &tp, below_source_hw && failing_back),
+                );
                 if !matches!((&a, &b), (Some(a), Some(b)) if logs_agree(a, b)) {
                     let mut stuck = differ(tp);
                     if let (Some(a), Some(b)) = (&a, &b)
