@@ -218,9 +218,10 @@ impl Broker {
         if changed {
             p.files.truncate_to(p.log.log_end_offset(), &mut io);
         }
-        if p.log.log_start_offset() != log_start_before {
+        if changed && to <= log_start_before {
             // A cut at or below the log start restarts the producer state there
-            // (`PartitionLog::truncate_to`); the snapshot on disk says the same.
+            // (`PartitionLog::truncate_to`, Kafka `truncateAndReload` deleting the snapshots
+            // at or below the log start); the snapshot on disk says the same.
             p.files.write_producer_snapshot(
                 crate::log::producer_snapshot::encode(p.log.producer_state_base()),
                 &mut io,

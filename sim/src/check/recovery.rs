@@ -44,6 +44,11 @@ fn partition_image(disk: &SimDisk, tp: &TopicPartition) -> BTreeMap<String, Byte
         .collect()
 }
 
+/// The files under `tp`'s directory on `node`'s disk, if the world has that disk.
+fn image_on(disks: &DiskMap, node: NodeId, tp: &TopicPartition) -> Option<BTreeMap<String, Bytes>> {
+    disks.get(&node).map(|d| partition_image(&lock(d), tp))
+}
+
 /// Repeats the recovery of `tp` on `node` from the files it left; `Err` describes what a
 /// second recovery would change or rebuild differently.
 pub fn check_recovered(
@@ -53,10 +58,9 @@ pub fn check_recovered(
     record: &RecoveryRecord,
     name: &dyn Fn(NodeId) -> String,
 ) -> Result<(), Violation> {
-    let Some(disk) = disks.get(&node) else {
+    let Some(image) = image_on(disks, node, tp) else {
         return Ok(());
     };
-    let image = partition_image(&lock(disk), tp);
     let rec = recovery::group_by_partition(&image)
         .remove(tp)
         .unwrap_or_default();
@@ -151,10 +155,9 @@ pub fn check_producer_snapshot(
     nodes: &NodeMap,
     name: &dyn Fn(NodeId) -> String,
 ) -> Result<(), Violation> {
-    let Some(disk) = disks.get(&node) else {
+    let Some(image) = image_on(disks, node, tp) else {
         return Ok(());
     };
-    let image = partition_image(&lock(disk), tp);
     match with_partition(nodes, node, tp, |p| snapshot_difference(&image, &p.log)) {
         Some(Some(d)) => Err(Violation::new(INVARIANT, name(node), Some(tp), None, d)),
         _ => Ok(()),
