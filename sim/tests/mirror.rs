@@ -887,3 +887,31 @@ fn a_source_hw_kafka_leaves_below_its_leo_is_all_the_mirror_owes() {
     );
     assert!(out.verdict.is_pass(), "{:?}", out.verdict);
 }
+
+#[test]
+fn finding_a_sync_clamped_before_a_mirror_truncation_commits_an_offset_above_the_leo() {
+    // F7, fresh mirror chaos seed 731000845 (shrunk to 3 faults). Bit rot takes t0-3's
+    // batch 10 from src-1, its only replica, after the mirror copied it and the source
+    // groups committed 11. A sync round reads the destination LEO (11, `ListOffsets`),
+    // clamps the group offset to it (B §8.11: `min(source committed, destination LEO)`)
+    // and sends the commit; the mirror fetch then meets the source's divergence and cuts
+    // dst-1's t0-3 to 10 (a declared mirror truncation); the commit is answered only once
+    // `__consumer_offsets` replicates, after dst-2's fetch, lost in dst-1's isolation, timed
+    // out. The destination group offset is 11 over a LEO of 10: a consumer that fails over
+    // skips whatever the mirror copies at 10. The clamp is a read, not a bound the commit
+    // keeps.
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-731000845-synced-offset-above-a-later-mirror-truncation.json"
+    ));
+    assert_eq!(
+        out.kind(),
+        "violation:synced_offset_in_bounds:under_mirror_truncation"
+    );
+    let lines = out.report.map(|r| r.lines).unwrap_or_default();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("dst-1  t0-3         ! truncate leo 11→10 hw=11 cause=Mirror")),
+        "the case needs the mirror truncation under the synced offset"
+    );
+}

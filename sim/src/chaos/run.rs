@@ -108,6 +108,13 @@ pub const MIRROR_CUT_INSIDE_TXN: &str = "mirror_cut_inside_txn";
 /// `violation:lso_reaches_hw:coordinator_lost_txn`, a finding about Kafka, not the KIP.
 pub const COORDINATOR_LOST_TXN: &str = "coordinator_lost_txn";
 
+/// The qualifier of a `synced_offset_in_bounds` violation whose destination log a declared
+/// mirror truncation cut below the synced offset
+/// ([`KafkaWorld::mirror_truncation_below`]): kind
+/// `violation:synced_offset_in_bounds:under_mirror_truncation`, a finding of the KIP (the
+/// sync clamps to a LEO read when its round starts, B §8.11, and commits later).
+pub const UNDER_MIRROR_TRUNCATION: &str = "under_mirror_truncation";
+
 /// [`ChaosOutcome::kind`] from its parts.
 #[must_use]
 pub fn verdict_kind(verdict: &Verdict, site: Option<&FailureSite>) -> String {
@@ -343,6 +350,12 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
             } else if w.coordinator_lost_open_txn(cluster, b, &tp) {
                 site.stuck = Some(COORDINATOR_LOST_TXN.into());
             }
+        }
+        if v.invariant == "synced_offset_in_bounds"
+            && let (Some((cluster, _, tp)), Some(offset)) = (site::broker_replica(&v), v.offset)
+            && w.mirror_truncation_below(cluster, &tp, mirror_core::types::Offset(offset))
+        {
+            site.stuck = Some(UNDER_MIRROR_TRUNCATION.into());
         }
         (Verdict::Violation(v), Some(site))
     };

@@ -1067,6 +1067,21 @@ impl KafkaWorld {
         })
     }
 
+    /// Whether a declared KIP-1279 mirror truncation of `tp` on `cluster` cut its log below
+    /// `offset`: the records under a group offset synced there may be gone (S17).
+    #[must_use]
+    pub fn mirror_truncation_below(
+        &self,
+        cluster: ClusterIdx,
+        tp: &TopicPartition,
+        offset: Offset,
+    ) -> bool {
+        let partition = format!("{}:{tp}", cluster.0);
+        lock(&self.checker).ghost.losses.iter().any(|l| {
+            l.cause == "mirror_truncation" && l.partition == partition && l.from_offset < offset.0
+        })
+    }
+
     /// True when the transaction `broker`'s log of `tp` holds open (the lowest one) belongs
     /// to a producer whose transaction coordinator no longer has it open on `tp`, after a
     /// replica of that coordinator's `__transaction_state` partition dropped records written
