@@ -780,6 +780,25 @@ fn a_follower_kafka_cannot_bring_back_after_a_declared_loss_is_not_a_stuck_model
 }
 
 #[test]
+fn a_power_loss_that_brings_back_a_transaction_whose_marker_went_with_another_history_is_kafkas_hang()
+ {
+    // Fresh single-cluster chaos seed 528767289 (shrunk): src-4, the last ISR member of t0-1,
+    // loses its whole unflushed log and leads from 0; the coordinator writes txn-4's COMMIT
+    // at offset 0 of that history and src-3 truncates 208 -> 0 to follow it. The truncation
+    // never reaches src-3's disk: when it, now the last ISR member, loses its unflushed tail,
+    // it comes back leading the old 0..207 with the transaction open at 198 and no marker, a
+    // declared loss that cut the marker from the other history (`marker_cut_after_txn_began`;
+    // without it the run is reported as a hang, lso_reaches_hw).
+    passes_with(
+        include_str!(
+            "capsules/single-528767289-power-loss-brings-back-a-transaction-whose-marker-went-with-the-other-history.json"
+        ),
+        Some("src-3  t0-1         ! truncate leo 208→0 hw=198 cause=DivergingEpoch"),
+        "the case needs the truncation that never reaches src-3's disk",
+    );
+}
+
+#[test]
 fn a_lost_first_prepare_write_is_reported_when_the_read_finds_it() {
     // Mirror chaos seed 7825 (shrunk): at failback src-1 writes UNKNOWN -> PREPARING for t0-3;
     // the coordinator commits it but the answer is lost (packet loss). A retry 30 s later is

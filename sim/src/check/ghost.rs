@@ -7,7 +7,7 @@ use bytes::Bytes;
 use mirror_core::keyed_map::KeyedMap;
 use mirror_core::protocol::{ClusterIdx, NodeId};
 use mirror_core::record::RecordBatch;
-use mirror_core::types::{LeaderEpoch, Offset, TopicId, TopicPartition};
+use mirror_core::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, TopicId, TopicPartition};
 
 /// A partition of one cluster.
 pub type PartitionKey = (ClusterIdx, TopicPartition);
@@ -30,10 +30,26 @@ pub struct DeclaredLoss {
     pub cause: String,
     /// When (µs).
     pub t_micros: u64,
+    /// The committed transaction markers the cut dropped: a transaction whose marker went
+    /// with it hangs in any history that still holds its data (see
+    /// `kafka::cluster::kafka_loss_explains_hang`). Not reported: it explains, it is no loss.
+    #[serde(skip)]
+    pub markers: Vec<CutMarker>,
+}
+
+/// A committed COMMIT or ABORT marker that a declared loss dropped.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CutMarker {
+    /// The producer whose transaction it ended.
+    pub producer_id: ProducerId,
+    /// Its epoch.
+    pub producer_epoch: ProducerEpoch,
+    /// When the coordinator wrote it (the batch's timestamp, ms).
+    pub timestamp_ms: i64,
 }
 
 /// What a declared loss removed from a committed history.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CutCount {
     /// Committed batches dropped.
     pub batches: usize,
@@ -41,6 +57,8 @@ pub struct CutCount {
     pub records: i64,
     /// Newest minus oldest record timestamp among them (ms).
     pub span_ms: i64,
+    /// The transaction markers among them.
+    pub markers: Vec<CutMarker>,
 }
 
 /// Ghost state of one partition.
@@ -99,6 +117,16 @@ impl GhostPartition {
         let mut span: Option<(i64, i64)> = None;
         let mut tally = |b: &RecordBatch| {
             count.records += i64::from(b.record_count());
+            if matches!(
+                b.control_record(),
+                Some(mirror_core::record::ControlRecord::EndTxn { .. })
+            ) {
+                count.markers.push(CutMarker {
+                    producer_id: b.producer_id(),
+                    producer_epoch: b.producer_epoch(),
+                    timestamp_ms: b.max_timestamp(),
+                });
+            }
             let (lo, hi) = (b.header().base_timestamp, b.max_timestamp());
             span = Some(span.map_or((lo, hi), |(a, z)| (a.min(lo), z.max(hi))));
         };

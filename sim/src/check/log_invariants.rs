@@ -568,6 +568,7 @@ impl Checker {
             span_ms: cut.span_ms,
             cause: cause.to_string(),
             t_micros: ctx.t.0,
+            markers: cut.markers,
         });
         self.verified
             .retain(|(n, t), _| !(t == tp && n.cluster == cluster));
@@ -673,6 +674,7 @@ impl Checker {
             span_ms: cut.span_ms,
             cause: cause.to_string(),
             t_micros: ctx.t.0,
+            markers: cut.markers,
         });
         // every replica must be re-verified against the cut history
         self.verified.retain(|(_, t), _| t != tp);

@@ -1293,7 +1293,7 @@ impl KafkaWorld {
 /// True when one of Kafka's own declared losses in `losses` (not a KIP-1279 mirror truncation)
 /// explains the transaction `log` of `tp` holds open: Kafka's known consequence
 /// of that loss (KIP-664 finds such hanging transactions), not a hang the producers or the
-/// mirror caused. Two ways, each an exact cause (product.md §5):
+/// mirror caused. Each an exact cause (product.md §5):
 /// - a loss of `tp` at or above where the open transaction begins, in `cluster` or in a
 ///   cluster it mirrors `tp` with (mirrors keep the topic name and the offsets: a source's
 ///   hanging transaction is copied as it is). It cut the marker, or the stop's LSO cut (an
@@ -1315,7 +1315,9 @@ impl KafkaWorld {
 ///   rotten batch. The declared loss itself starts where the history it replaced differs,
 ///   which may be far below (fresh mirror seed 912889: an unclean leader with 0..72 had cut
 ///   the committed history to 72, then the replica cut at 342 led uncleanly and brought back
-///   72..341 with a transaction begun at 332 whose marker had been above 342).
+///   72..341 with a transaction begun at 332 whose marker had been above 342);
+/// - a loss of `tp` that cut this transaction's committed marker from another history,
+///   wherever it sat ([`marker_cut_after_txn_began`]).
 fn kafka_loss_explains_hang(
     losses: &[crate::check::ghost::DeclaredLoss],
     tp: &TopicPartition,
@@ -1332,6 +1334,9 @@ fn kafka_loss_explains_hang(
         .filter(kafka)
         .any(|l| l.partition.ends_with(&suffix) && l.from_offset >= start.0)
     {
+        return true;
+    }
+    if marker_cut_after_txn_began(losses, &suffix, log, start) {
         return true;
     }
     if own_cut.is_some_and(|cut| cut >= start)
@@ -1351,6 +1356,38 @@ fn kafka_loss_explains_hang(
             .iter()
             .filter(kafka)
             .any(|l| l.partition.contains(":__transaction_state-"))
+}
+
+/// True when a Kafka declared loss of `tp` (partition suffix `suffix`) cut, from a committed
+/// history, a COMMIT or ABORT marker of the producer whose transaction `log` holds open at
+/// `start`, written after that transaction's first batch (the batch's timestamp; a marker of
+/// the same producer and epoch or later). The coordinator ended the transaction in that
+/// history and will never write its marker again; the loss brought back a history that holds
+/// the transaction's data without it. Offsets do not compare across the two histories: the
+/// marker may sit below the transaction's start (fresh single-cluster seed 528767289: the
+/// last ISR member lost its whole unflushed log, the COMMIT went to offset 0 of the new
+/// history, then the other replica, whose truncation to 0 had never reached its disk, lost
+/// its unflushed tail as the last ISR member and came back leading the old 0..207 with the
+/// transaction open at 198).
+fn marker_cut_after_txn_began(
+    losses: &[crate::check::ghost::DeclaredLoss],
+    suffix: &str,
+    log: &mirror_core::log::partition_log::PartitionLog,
+    start: mirror_core::types::Offset,
+) -> bool {
+    let Some(first) = log.batch_containing(start) else {
+        return false;
+    };
+    let (pid, epoch, began_ms) = (
+        first.producer_id(),
+        first.producer_epoch(),
+        first.header().base_timestamp,
+    );
+    losses
+        .iter()
+        .filter(|l| l.cause != "mirror_truncation" && l.partition.ends_with(suffix))
+        .flat_map(|l| &l.markers)
+        .any(|m| m.producer_id == pid && m.producer_epoch >= epoch && m.timestamp_ms >= began_ms)
 }
 
 /// True when one of Kafka's own declared losses in `losses` (not a KIP-1279 mirror
@@ -1425,7 +1462,7 @@ fn mirror_error(resp: Option<Response>) -> ErrorCode {
 #[cfg(test)]
 mod hang_tests {
     use super::kafka_loss_explains_hang;
-    use crate::check::ghost::DeclaredLoss;
+    use crate::check::ghost::{CutMarker, DeclaredLoss};
     use mirror_core::log::partition_log::{LogConfig, PartitionLog};
     use mirror_core::log::producer_state::AppendOrigin;
     use mirror_core::record::{BatchBuilder, SimpleRecord};
@@ -1440,6 +1477,7 @@ mod hang_tests {
             span_ms: 0,
             cause: cause.into(),
             t_micros: 0,
+            markers: Vec::new(),
         }
     }
 
@@ -1506,6 +1544,57 @@ mod hang_tests {
                 !kafka_loss_explains_hang(std::slice::from_ref(&l), &tp, &log, None),
                 "{l:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_loss_that_cut_the_transactions_marker_from_another_history_explains_its_hang() {
+        // Fresh single-cluster seed 528767289: the COMMIT went to offset 0 of a history a later
+        // loss (from 0, below the transaction at 1 here) replaced with the old one.
+        let tp = TopicPartition::new("t0", 0);
+        let mut log = PartitionLog::new(LogConfig::default());
+        let e = LeaderEpoch(0);
+        let plain = BatchBuilder::new().build(&[SimpleRecord::value(50, "p")]);
+        log.append_as_leader(&plain, e, AppendOrigin::Client)
+            .expect("append");
+        let txn = BatchBuilder::transactional(ProducerId(3), ProducerEpoch(1), Sequence(0));
+        log.append_as_leader(
+            &txn.build(&[SimpleRecord::value(100, "a")]),
+            e,
+            AppendOrigin::Client,
+        )
+        .expect("txn");
+        assert_eq!(
+            log.producer_state().first_unstable_offset(),
+            Some(mirror_core::types::Offset(1))
+        );
+        let cut = |(pid, epoch, at): (i64, i16, i64), cause: &str| {
+            let mut l = loss("0:t0-0", 0, cause);
+            l.markers = vec![CutMarker {
+                producer_id: ProducerId(pid),
+                producer_epoch: ProducerEpoch(epoch),
+                timestamp_ms: at,
+            }];
+            l
+        };
+        let explains = |l: DeclaredLoss| kafka_loss_explains_hang(&[l], &tp, &log, None);
+        // Allowed: its marker, or an abort after an epoch bump, written once it had begun.
+        assert!(explains(cut(
+            (3, 1, 100),
+            "unflushed_loss_on_last_isr_member"
+        )));
+        assert!(explains(cut((3, 2, 400), "unclean_election")));
+        // Forbidden: an earlier transaction's marker, another producer's, an older epoch's,
+        // and the mirror's own truncation; with no marker, a loss below the start does not
+        // explain it.
+        for l in [
+            cut((3, 1, 99), "unclean_election"),
+            cut((4, 1, 100), "unclean_election"),
+            cut((3, 0, 100), "unclean_election"),
+            cut((3, 1, 100), "mirror_truncation"),
+            loss("0:t0-0", 0, "unclean_election"),
+        ] {
+            assert!(!explains(l.clone()), "{l:?}");
         }
     }
 
