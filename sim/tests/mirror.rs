@@ -799,6 +799,24 @@ fn a_power_loss_that_brings_back_a_transaction_whose_marker_went_with_another_hi
 }
 
 #[test]
+fn a_zombie_leaders_own_tail_brought_back_by_an_unclean_election_during_a_failback_is_not_source_data()
+ {
+    // Fresh mirror chaos seed 845002405 (shrunk): src-2 led the old source's t0-0, was cut off
+    // from its controller and, while src-1 led at epoch 1 and ran the failback, kept taking its
+    // producers' writes at epoch 0 (640..659). src-1 crashed; src-2 led uncleanly with 0..659
+    // and its HW passed 640 before its first mirror fetch found the divergence and cut to 490.
+    // Those are the old source's own writes, not the new source's data: without the own-writes
+    // exemption the run fails mirror_not_ahead_of_source ("HW 660 exposes offset 640").
+    passes_with(
+        include_str!(
+            "capsules/mirror-845002405-zombie-leaders-own-tail-brought-back-by-an-unclean-failback-leader.json"
+        ),
+        Some("src-2  t0-0         ! mirror diverged epoch=0 end=490 truncate→490"),
+        "the case needs the unclean leader's diverging fetch",
+    );
+}
+
+#[test]
 fn a_lost_first_prepare_write_is_reported_when_the_read_finds_it() {
     // Mirror chaos seed 7825 (shrunk): at failback src-1 writes UNKNOWN -> PREPARING for t0-3;
     // the coordinator commits it but the answer is lost (packet loss). A retry 30 s later is

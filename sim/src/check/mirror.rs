@@ -102,6 +102,11 @@ pub struct MirrorChecker {
     barrier_lost: BTreeSet<PartitionKey>,
     /// Source partitions some destination mirrored.
     sources: BTreeSet<PartitionKey>,
+    /// The batches (base offset, CRC) each partition's own leaders appended, not a mirror: its
+    /// producers' and coordinators' writes while writable (no mirror state, or stopping or
+    /// stopped) and any zombie leader's. Never source data, so never "ahead of the source"
+    /// when a later failback finds them in its log ([`exposed_beyond_source_after_failback`]).
+    own_writes: KeyedMap<PartitionKey, BTreeSet<(Offset, u32)>>,
     /// Failbacks, by the old source partition.
     failbacks: KeyedMap<PartitionKey, Failback>,
     /// Results of the last [`MirrorChecker::check_failback`].
@@ -441,6 +446,21 @@ impl MirrorChecker {
                 // newer epoch (kafka-semantics §1.3; item 8 reads only non-stale leaders). Item
                 // 17 is about appends that land on the partition, i.e. its current leader's.
                 let zombie = *as_leader && superseded_leader_epoch(ghost, cluster, tp, *epoch);
+                if *as_leader
+                    && (zombie
+                        || matches!(
+                            self.state(cluster, tp),
+                            None | Some(S::Unknown | S::Stopping | S::Stopped)
+                        ))
+                    && let Some(crc) =
+                        with_partition(nodes, node, tp, |p| batch_at(p, *base_offset))
+                            .flatten()
+                            .map(|b| b.header().crc)
+                {
+                    self.own_writes
+                        .get_or_insert_with(&(cluster, tp.clone()), BTreeSet::new)
+                        .insert((*base_offset, crc));
+                }
                 self.sync_persisted_state(node, tp, ghost, nodes);
                 self.on_appended(
                     node,
@@ -782,10 +802,14 @@ impl MirrorChecker {
         {
             return Ok(());
         }
-        let f = self.failbacks.get(&(node.cluster, tp.clone()));
+        let key = (node.cluster, tp.clone());
+        let f = self.failbacks.get(&key);
+        let own = OwnWrites {
+            snapshot: f.map_or(&[][..], |f| f.snapshot.as_slice()),
+            appended: self.own_writes.get(&key),
+        };
         let r = with_partition(nodes, node, tp, |p| {
-            let snapshot = f.map_or(&[][..], |f| f.snapshot.as_slice());
-            exposed_beyond_source_after_failback(ghost, source, tp, p.log.batches(), hw, snapshot)
+            exposed_beyond_source_after_failback(ghost, source, tp, p.log.batches(), hw, &own)
         })
         .flatten();
         match r {
@@ -1116,8 +1140,18 @@ pub fn exposed_beyond_source<'a>(
     None
 }
 
-/// [`exposed_beyond_source`] on an old source that fails back (`snapshot`: its leader log when
-/// the failback entered PREPARING; empty when not failing back).
+/// The destination's own data, which [`exposed_beyond_source_after_failback`] exempts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OwnWrites<'a> {
+    /// The old source's leader log when its failback entered PREPARING (empty when not
+    /// failing back).
+    pub snapshot: &'a [RecordBatch],
+    /// (base offset, CRC) of every batch its own leaders appended, not a mirror.
+    pub appended: Option<&'a BTreeSet<(Offset, u32)>>,
+}
+
+/// [`exposed_beyond_source`] on an old source that fails back, leaving out its own data
+/// (`own`).
 ///
 /// Failback (seed design, kip1279 Part B §8.1): PREPARING truncates only from the first local
 /// epoch above the LME, so the old source's own tail in epochs up to the LME stays until the
@@ -1133,17 +1167,31 @@ pub fn exposed_beyond_source<'a>(
 /// exposing them does not expose uncommitted *source* data (§2.3 item 12 is "over the mirrored
 /// range"). Exempt exactly them: the snapshot's batches, byte-identical at the same offset.
 /// Anything this run appended (a mirrored batch, a marker) is still checked.
+///
+/// The snapshot is one replica's log at one moment; the old source's own writes reach the
+/// failback's log from elsewhere too. A zombie leader, cut off from the controller while its
+/// producers still reach it, appends in the LME's epoch past what the new leader held when
+/// PREPARING began, and a later unclean election of it brings that tail back to be cut by the
+/// same diverging fetch (fresh mirror seed 845002405: src-2's 640..659, appended at epoch 0
+/// after src-1 led at epoch 1; src-1 then crashed and src-2 led uncleanly with 0..659). Every
+/// batch a leader of this cluster appended itself (`own.appended`, matched by base offset and
+/// CRC) is exempt for the same reason as the snapshot's.
 pub fn exposed_beyond_source_after_failback<'a>(
     ghost: &Ghost,
     source: ClusterIdx,
     tp: &TopicPartition,
     dest_batches: impl Iterator<Item = &'a RecordBatch>,
     hw: Offset,
-    snapshot: &[RecordBatch],
+    own: &OwnWrites<'_>,
 ) -> Option<(Offset, String)> {
     let own_tail: BTreeMap<Offset, &RecordBatch> =
-        snapshot.iter().map(|b| (b.base_offset(), b)).collect();
-    let batches = dest_batches.filter(|b| own_tail.get(&b.base_offset()).is_none_or(|o| *o != *b));
+        own.snapshot.iter().map(|b| (b.base_offset(), b)).collect();
+    let batches = dest_batches.filter(|b| {
+        own_tail.get(&b.base_offset()).is_none_or(|o| *o != *b)
+            && own
+                .appended
+                .is_none_or(|w| !w.contains(&(b.base_offset(), b.header().crc)))
+    });
     exposed_beyond_source(ghost, source, tp, batches, hw)
 }
 

@@ -2,6 +2,8 @@
 //! case and accepts the correct one. (The event glue runs in `sim/tests/mirror_checkers.rs`
 //! against real brokers with the design ablations.)
 
+use std::collections::BTreeSet;
+
 use mirror_core::log::producer_state::{AppendOrigin, ProducerStateManager};
 use mirror_core::mirror::{Design, MirrorPartitionState as S};
 use mirror_core::protocol::{ClusterIdx, NodeId};
@@ -12,9 +14,10 @@ use mirror_core::types::{
 
 use super::ghost::Ghost;
 use super::mirror::{
-    FailbackInput, epoch_violation, exposed_beyond_source, exposed_beyond_source_after_failback,
-    failback_outcome, hanging_txn_violation, history_split, mirrored_batch_violation,
-    read_only_violation, stale_producer, superseded_leader_epoch, transition_violation,
+    FailbackInput, OwnWrites, epoch_violation, exposed_beyond_source,
+    exposed_beyond_source_after_failback, failback_outcome, hanging_txn_violation, history_split,
+    mirrored_batch_violation, read_only_violation, stale_producer, superseded_leader_epoch,
+    transition_violation,
 };
 
 const SRC: ClusterIdx = ClusterIdx(0);
@@ -368,7 +371,11 @@ fn not_ahead_of_source_after_failback_exempts_only_the_old_sources_own_tail() {
     let snapshot = [a.clone(), tail.clone(), uncommitted.clone()];
     let dest = [a.clone(), tail.clone()];
     let check = |dest: &[RecordBatch], hw: i64, snap: &[RecordBatch]| {
-        exposed_beyond_source_after_failback(&g, SRC, &tp(), dest.iter(), Offset(hw), snap)
+        let own = OwnWrites {
+            snapshot: snap,
+            appended: None,
+        };
+        exposed_beyond_source_after_failback(&g, SRC, &tp(), dest.iter(), Offset(hw), &own)
     };
     assert_eq!(check(&dest, 5, &snapshot), None);
     // Not failing back (no snapshot): the same log is a violation.
@@ -383,8 +390,26 @@ fn not_ahead_of_source_after_failback_exempts_only_the_old_sources_own_tail() {
     assert_eq!(check(&dest, 4, &snapshot).map(|x| x.0), Some(Offset(3)));
     // A batch mirrored past the snapshot's end and above the new source's true HW: checked.
     let mirrored = batch(6, 2, 1, "m");
-    let dest = [a, tail, uncommitted, mirrored];
+    let dest = [a.clone(), tail, uncommitted, mirrored.clone()];
     assert_eq!(check(&dest, 8, &snapshot).map(|x| x.0), Some(Offset(6)));
+    // Past the snapshot, a batch one of its own leaders appended (a zombie's, brought back by
+    // an unclean election; fresh seed 845002405): exempt, matched by offset and CRC only.
+    let zombie = batch(3, 3, 0, "zombie");
+    let appended: BTreeSet<(Offset, u32)> = [(Offset(3), zombie.header().crc)].into();
+    let own = OwnWrites {
+        snapshot: &[],
+        appended: Some(&appended),
+    };
+    let with_own = |dest: &[RecordBatch], hw: i64| {
+        exposed_beyond_source_after_failback(&g, SRC, &tp(), dest.iter(), Offset(hw), &own)
+    };
+    assert_eq!(with_own(&[a.clone(), zombie], 6), None);
+    let other = batch(3, 3, 0, "other");
+    assert_eq!(
+        with_own(&[a.clone(), other], 6).map(|x| x.0),
+        Some(Offset(3))
+    );
+    assert_eq!(with_own(&[a, mirrored], 8).map(|x| x.0), Some(Offset(6)));
 }
 
 #[test]
