@@ -1033,7 +1033,7 @@ impl KafkaWorld {
         };
         self.with_broker(cluster, broker, |b| {
             b.partition(tp)
-                .is_some_and(|p| kafka_loss_explains_hang(&losses, tp, &p.log, own_cut))
+                .is_some_and(|p| kafka_loss_explains_hang(&losses, (cluster, tp), &p.log, own_cut))
         })
         .unwrap_or(false)
     }
@@ -1263,10 +1263,10 @@ impl KafkaWorld {
                 lock(arc).as_broker().is_some_and(|b| {
                     // Kafka's own declared losses may cut a marker (see
                     // `kafka_loss_explains_hang`).
-                    b.partition(tp)
-                        .is_some_and(|p| !kafka_loss_explains_hang(&losses, tp, &p.log, own_cut))
-                        && b.mirror_runs().get(tp).map(|r| r.state())
-                            == Some(mirror_core::mirror::MirrorPartitionState::Stopped)
+                    b.partition(tp).is_some_and(|p| {
+                        !kafka_loss_explains_hang(&losses, (n.cluster, tp), &p.log, own_cut)
+                    }) && b.mirror_runs().get(tp).map(|r| r.state())
+                        == Some(mirror_core::mirror::MirrorPartitionState::Stopped)
                 })
             })
         };
@@ -1320,7 +1320,7 @@ impl KafkaWorld {
 ///   wherever it sat ([`marker_cut_after_txn_began`]).
 fn kafka_loss_explains_hang(
     losses: &[crate::check::ghost::DeclaredLoss],
-    tp: &TopicPartition,
+    (cluster, tp): (ClusterIdx, &TopicPartition),
     log: &mirror_core::log::partition_log::PartitionLog,
     own_cut: Option<mirror_core::types::Offset>,
 ) -> bool {
@@ -1336,7 +1336,7 @@ fn kafka_loss_explains_hang(
     {
         return true;
     }
-    if marker_cut_after_txn_began(losses, &suffix, log, start) {
+    if marker_cut_after_txn_began(losses, &format!("{}:{tp}", cluster.0), log, start) {
         return true;
     }
     if own_cut.is_some_and(|cut| cut >= start)
@@ -1358,8 +1358,8 @@ fn kafka_loss_explains_hang(
             .any(|l| l.partition.contains(":__transaction_state-"))
 }
 
-/// True when a Kafka declared loss of `tp` (partition suffix `suffix`) cut, from a committed
-/// history, a COMMIT or ABORT marker of the producer whose transaction `log` holds open at
+/// True when a Kafka declared loss of `partition` (`cluster:topic-partition`, the log's own
+/// cluster only) cut, from a committed history, a COMMIT or ABORT marker of the producer whose transaction `log` holds open at
 /// `start`, written after that transaction's first batch (the batch's timestamp; a marker of
 /// the same producer and epoch or later). The coordinator ended the transaction in that
 /// history and will never write its marker again; the loss brought back a history that holds
@@ -1368,10 +1368,13 @@ fn kafka_loss_explains_hang(
 /// last ISR member lost its whole unflushed log, the COMMIT went to offset 0 of the new
 /// history, then the other replica, whose truncation to 0 had never reached its disk, lost
 /// its unflushed tail as the last ISR member and came back leading the old 0..207 with the
-/// transaction open at 198).
+/// transaction open at 198). Only the log's own cluster counts: another cluster's marker
+/// going with its loss does not explain this cluster's copy of the data (seed
+/// `seed-no-lso-truncation` 203: the stop kept the mirrored transaction open on the
+/// destination, while bit rot on the source's last ISR member later cut the source's marker).
 fn marker_cut_after_txn_began(
     losses: &[crate::check::ghost::DeclaredLoss],
-    suffix: &str,
+    partition: &str,
     log: &mirror_core::log::partition_log::PartitionLog,
     start: mirror_core::types::Offset,
 ) -> bool {
@@ -1385,7 +1388,7 @@ fn marker_cut_after_txn_began(
     );
     losses
         .iter()
-        .filter(|l| l.cause != "mirror_truncation" && l.partition.ends_with(suffix))
+        .filter(|l| l.cause != "mirror_truncation" && l.partition == partition)
         .flat_map(|l| &l.markers)
         .any(|m| m.producer_id == pid && m.producer_epoch >= epoch && m.timestamp_ms >= began_ms)
 }
@@ -1463,6 +1466,10 @@ fn mirror_error(resp: Option<Response>) -> ErrorCode {
 mod hang_tests {
     use super::kafka_loss_explains_hang;
     use crate::check::ghost::{CutMarker, DeclaredLoss};
+    use mirror_core::protocol::ClusterIdx;
+
+    /// The cluster of the logs under test.
+    const CL: ClusterIdx = ClusterIdx(0);
     use mirror_core::log::partition_log::{LogConfig, PartitionLog};
     use mirror_core::log::producer_state::AppendOrigin;
     use mirror_core::record::{BatchBuilder, SimpleRecord};
@@ -1526,11 +1533,14 @@ mod hang_tests {
         // this cluster or the one it mirrors with.
         for from in [start, start + 1] {
             let l = [loss("1:t0-0", from, "unclean_election")];
-            assert!(kafka_loss_explains_hang(&l, &tp, &log, None), "from {from}");
+            assert!(
+                kafka_loss_explains_hang(&l, (CL, &tp), &log, None),
+                "from {from}"
+            );
         }
         assert!(kafka_loss_explains_hang(
             &[loss("0:t0-0", start, "unflushed_loss_on_last_isr_member")],
-            &tp,
+            (CL, &tp),
             &log,
             None
         ));
@@ -1541,7 +1551,7 @@ mod hang_tests {
             loss("1:t0-1", start, "unclean_election"),
         ] {
             assert!(
-                !kafka_loss_explains_hang(std::slice::from_ref(&l), &tp, &log, None),
+                !kafka_loss_explains_hang(std::slice::from_ref(&l), (CL, &tp), &log, None),
                 "{l:?}"
             );
         }
@@ -1577,7 +1587,7 @@ mod hang_tests {
             }];
             l
         };
-        let explains = |l: DeclaredLoss| kafka_loss_explains_hang(&[l], &tp, &log, None);
+        let explains = |l: DeclaredLoss| kafka_loss_explains_hang(&[l], (CL, &tp), &log, None);
         // Allowed: its marker, or an abort after an epoch bump, written once it had begun.
         assert!(explains(cut(
             (3, 1, 100),
@@ -1585,14 +1595,19 @@ mod hang_tests {
         )));
         assert!(explains(cut((3, 2, 400), "unclean_election")));
         // Forbidden: an earlier transaction's marker, another producer's, an older epoch's,
-        // and the mirror's own truncation; with no marker, a loss below the start does not
-        // explain it.
+        // the mirror's own truncation, another cluster's loss; with no marker, a loss below the
+        // start does not explain it.
         for l in [
             cut((3, 1, 99), "unclean_election"),
             cut((4, 1, 100), "unclean_election"),
             cut((3, 0, 100), "unclean_election"),
             cut((3, 1, 100), "mirror_truncation"),
             loss("0:t0-0", 0, "unclean_election"),
+            // Another cluster's marker (the mirror of this partition lost it there).
+            DeclaredLoss {
+                partition: "1:t0-0".into(),
+                ..cut((3, 1, 100), "unclean_election")
+            },
         ] {
             assert!(!explains(l.clone()), "{l:?}");
         }
@@ -1607,24 +1622,34 @@ mod hang_tests {
         // history it replaced), the leader's own rot cut is above its start.
         for cause in ["corrupt_batch_on_last_isr_member", "unclean_election"] {
             let rot = [loss("1:t0-0", 0, cause)];
-            assert!(kafka_loss_explains_hang(&rot, &tp, &log, Some(start)));
+            assert!(kafka_loss_explains_hang(&rot, (CL, &tp), &log, Some(start)));
             assert!(kafka_loss_explains_hang(
                 &rot,
-                &tp,
+                (CL, &tp),
                 &log,
                 Some(start.plus(3))
             ));
             // Forbidden: a cut below the transaction (its marker was not in the rotten
             // part), or no cut of this replica.
             let below = mirror_core::types::Offset(start.0 - 1);
-            assert!(!kafka_loss_explains_hang(&rot, &tp, &log, Some(below)));
-            assert!(!kafka_loss_explains_hang(&rot, &tp, &log, None));
+            assert!(!kafka_loss_explains_hang(
+                &rot,
+                (CL, &tp),
+                &log,
+                Some(below)
+            ));
+            assert!(!kafka_loss_explains_hang(&rot, (CL, &tp), &log, None));
         }
         // Forbidden: a cut with no declared loss of the partition (the replica re-fetched
         // from a leader that had the marker), or only the mirror's own truncation.
-        assert!(!kafka_loss_explains_hang(&[], &tp, &log, Some(start)));
+        assert!(!kafka_loss_explains_hang(&[], (CL, &tp), &log, Some(start)));
         let mirror = [loss("1:t0-0", 0, "mirror_truncation")];
-        assert!(!kafka_loss_explains_hang(&mirror, &tp, &log, Some(start)));
+        assert!(!kafka_loss_explains_hang(
+            &mirror,
+            (CL, &tp),
+            &log,
+            Some(start)
+        ));
     }
 
     #[test]
@@ -1638,14 +1663,14 @@ mod hang_tests {
         // Allowed: the new primary's own transaction, after the reset.
         assert!(kafka_loss_explains_hang(
             &coordinator,
-            &tp,
+            (CL, &tp),
             &log_with_open_txn(true),
             None
         ));
         // Allowed: a plain Kafka log with no reset (this cluster's coordinator forgot it).
         assert!(kafka_loss_explains_hang(
             &coordinator,
-            &tp,
+            (CL, &tp),
             &log_with_open_txn(false),
             None
         ));
@@ -1653,14 +1678,14 @@ mod hang_tests {
         // close), or a coordinator loss that is the mirror's own truncation.
         assert!(!kafka_loss_explains_hang(
             &coordinator,
-            &tp,
+            (CL, &tp),
             &log_across_a_stop(),
             None
         ));
         let mirror = [loss("1:__transaction_state-2", 69, "mirror_truncation")];
         assert!(!kafka_loss_explains_hang(
             &mirror,
-            &tp,
+            (CL, &tp),
             &log_with_open_txn(true),
             None
         ));
