@@ -37,6 +37,24 @@ pub struct DeclaredLoss {
     pub markers: Vec<CutMarker>,
 }
 
+impl DeclaredLoss {
+    /// [`Self::cause`] of a KIP-1279 mirror truncation (LME alignment, the stop's LSO cut, a
+    /// source divergence): the mirror's own doing, not one of Kafka's losses.
+    pub const MIRROR_TRUNCATION: &'static str = "mirror_truncation";
+
+    /// [`Self::partition`] of `tp` on `cluster`.
+    #[must_use]
+    pub fn partition_of(cluster: ClusterIdx, tp: &TopicPartition) -> String {
+        format!("{}:{tp}", cluster.0)
+    }
+
+    /// True for a KIP-1279 mirror truncation.
+    #[must_use]
+    pub fn is_mirror_truncation(&self) -> bool {
+        self.cause == Self::MIRROR_TRUNCATION
+    }
+}
+
 /// A committed COMMIT or ABORT marker that a declared loss dropped.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct CutMarker {

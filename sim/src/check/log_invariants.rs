@@ -294,7 +294,7 @@ impl Checker {
             } => {
                 // KIP-1279 truncations (LME alignment at failback, LSO truncation at stop, a
                 // source divergence) are declared data-loss events.
-                self.declare_loss(ctx, cluster, tp, *to, "mirror_truncation");
+                self.declare_loss(ctx, cluster, tp, *to, DeclaredLoss::MIRROR_TRUNCATION);
                 self.verified.insert((node, tp.clone()), *to);
                 // A declared mirror truncation on a leader (failback alignment, LSO cut at
                 // stop, source divergence) may take its HW back within the same epoch.
@@ -561,7 +561,7 @@ impl Checker {
         g.declared_losses += 1;
         g.last_loss_micros = ctx.t.0;
         self.ghost.losses.push(DeclaredLoss {
-            partition: format!("{}:{tp}", cluster.0),
+            partition: DeclaredLoss::partition_of(cluster, tp),
             from_offset: from.0,
             batches: cut.batches,
             records: cut.records,
@@ -667,7 +667,7 @@ impl Checker {
         g.declared_losses += 1;
         g.last_loss_micros = ctx.t.0;
         self.ghost.losses.push(DeclaredLoss {
-            partition: format!("{}:{tp}", cluster.0),
+            partition: DeclaredLoss::partition_of(cluster, tp),
             from_offset: from.0,
             batches: cut.batches,
             records: cut.records,

@@ -34,7 +34,7 @@ use mirror_core::record::{ControlRecord, RecordBatch};
 use mirror_core::types::{LeaderEpoch, Offset, TopicId, TopicPartition};
 
 use super::Violation;
-use super::ghost::{Ghost, PartitionKey};
+use super::ghost::{DeclaredLoss, Ghost, PartitionKey};
 use super::log_invariants::{NodeMap, leader_of, with_partition};
 use super::state_history::{Observation, SeenRecord, StateHistory, committed_record};
 use crate::world::EventCtx;
@@ -250,7 +250,7 @@ impl MirrorChecker {
         for loss in new {
             // A mirror truncation is the mirror's own doing (a new PREPARING resets the stop
             // bookkeeping; a zombie mirror leader's cut is not the partition's history).
-            if loss.cause != "mirror_truncation" {
+            if !loss.is_mirror_truncation() {
                 let cut: Vec<PartitionKey> = self
                     .pid_reset
                     .keys()
@@ -452,10 +452,14 @@ impl MirrorChecker {
                             self.state(cluster, tp),
                             None | Some(S::Unknown | S::Stopping | S::Stopped)
                         ))
-                    && let Some(crc) =
-                        with_partition(nodes, node, tp, |p| batch_at(p, *base_offset))
-                            .flatten()
+                    && let Some(crc) = with_partition(nodes, node, tp, |p| {
+                        // The CRC only: no copy of the batch on every leader append.
+                        p.log
+                            .batch_containing(*base_offset)
+                            .filter(|b| b.base_offset() == *base_offset)
                             .map(|b| b.header().crc)
+                    })
+                    .flatten()
                 {
                     self.own_writes
                         .get_or_insert_with(&(cluster, tp.clone()), BTreeSet::new)
@@ -934,7 +938,7 @@ impl MirrorChecker {
                     ),
                 ));
             }
-            let partition = format!("{}:{tp}", cluster.0);
+            let partition = DeclaredLoss::partition_of(*cluster, tp);
             let losses: Vec<(i64, usize)> = ghost.losses[f.losses_before.min(ghost.losses.len())..]
                 .iter()
                 .filter(|l| l.partition == partition)
@@ -942,7 +946,7 @@ impl MirrorChecker {
                 .collect();
             let lowest_other_loss = ghost.losses[f.losses_before.min(ghost.losses.len())..]
                 .iter()
-                .filter(|l| l.partition == partition && l.cause != "mirror_truncation")
+                .filter(|l| l.partition == partition && !l.is_mirror_truncation())
                 .map(|l| l.from_offset)
                 .min();
             let input = FailbackInput {

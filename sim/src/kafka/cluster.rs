@@ -16,6 +16,7 @@ use mirror_core::types::{BrokerId, Offset, TopicPartition};
 use super::oneshot::{OneShot, ResponseSlot};
 use super::sim_node::SimNode;
 use crate::check::Violation;
+use crate::check::ghost::DeclaredLoss;
 use crate::check::history::check_no_lost_acked_writes;
 use crate::check::log_invariants::{Checker, NodeMap};
 use crate::net::NetConfig;
@@ -1061,9 +1062,9 @@ impl KafkaWorld {
         else {
             return false;
         };
-        let partition = format!("{}:{tp}", cluster.0);
+        let partition = DeclaredLoss::partition_of(cluster, tp);
         lock(&self.checker).ghost.losses.iter().any(|l| {
-            l.cause == "mirror_truncation" && l.partition == partition && l.from_offset > start.0
+            l.is_mirror_truncation() && l.partition == partition && l.from_offset > start.0
         })
     }
 
@@ -1076,9 +1077,9 @@ impl KafkaWorld {
         tp: &TopicPartition,
         offset: Offset,
     ) -> bool {
-        let partition = format!("{}:{tp}", cluster.0);
+        let partition = DeclaredLoss::partition_of(cluster, tp);
         lock(&self.checker).ghost.losses.iter().any(|l| {
-            l.cause == "mirror_truncation" && l.partition == partition && l.from_offset < offset.0
+            l.is_mirror_truncation() && l.partition == partition && l.from_offset < offset.0
         })
     }
 
@@ -1319,7 +1320,7 @@ impl KafkaWorld {
 /// - a loss of `tp` that cut this transaction's committed marker from another history,
 ///   wherever it sat ([`marker_cut_after_txn_began`]).
 fn kafka_loss_explains_hang(
-    losses: &[crate::check::ghost::DeclaredLoss],
+    losses: &[DeclaredLoss],
     (cluster, tp): (ClusterIdx, &TopicPartition),
     log: &mirror_core::log::partition_log::PartitionLog,
     own_cut: Option<mirror_core::types::Offset>,
@@ -1327,7 +1328,7 @@ fn kafka_loss_explains_hang(
     let Some(start) = log.producer_state().first_unstable_offset() else {
         return false;
     };
-    let kafka = |l: &&crate::check::ghost::DeclaredLoss| l.cause != "mirror_truncation";
+    let kafka = |l: &&DeclaredLoss| !l.is_mirror_truncation();
     let suffix = format!(":{tp}");
     if losses
         .iter()
@@ -1336,7 +1337,7 @@ fn kafka_loss_explains_hang(
     {
         return true;
     }
-    if marker_cut_after_txn_began(losses, &format!("{}:{tp}", cluster.0), log, start) {
+    if marker_cut_after_txn_began(losses, &DeclaredLoss::partition_of(cluster, tp), log, start) {
         return true;
     }
     if own_cut.is_some_and(|cut| cut >= start)
@@ -1359,9 +1360,9 @@ fn kafka_loss_explains_hang(
 }
 
 /// True when a Kafka declared loss of `partition` (`cluster:topic-partition`, the log's own
-/// cluster only) cut, from a committed history, a COMMIT or ABORT marker of the producer whose transaction `log` holds open at
-/// `start`, written after that transaction's first batch (the batch's timestamp; a marker of
-/// the same producer and epoch or later). The coordinator ended the transaction in that
+/// cluster only) cut, from a committed history, a COMMIT or ABORT marker of the producer
+/// whose transaction `log` holds open at `start`, written after that transaction's first
+/// batch (the batch's timestamp; a marker of the same producer and epoch or later). The coordinator ended the transaction in that
 /// history and will never write its marker again; the loss brought back a history that holds
 /// the transaction's data without it. Offsets do not compare across the two histories: the
 /// marker may sit below the transaction's start (fresh single-cluster seed 528767289: the
@@ -1373,7 +1374,7 @@ fn kafka_loss_explains_hang(
 /// `seed-no-lso-truncation` 203: the stop kept the mirrored transaction open on the
 /// destination, while bit rot on the source's last ISR member later cut the source's marker).
 fn marker_cut_after_txn_began(
-    losses: &[crate::check::ghost::DeclaredLoss],
+    losses: &[DeclaredLoss],
     partition: &str,
     log: &mirror_core::log::partition_log::PartitionLog,
     start: mirror_core::types::Offset,
@@ -1388,7 +1389,7 @@ fn marker_cut_after_txn_began(
     );
     losses
         .iter()
-        .filter(|l| l.cause != "mirror_truncation" && l.partition == partition)
+        .filter(|l| !l.is_mirror_truncation() && l.partition == partition)
         .flat_map(|l| &l.markers)
         .any(|m| m.producer_id == pid && m.producer_epoch >= epoch && m.timestamp_ms >= began_ms)
 }
@@ -1413,7 +1414,7 @@ fn marker_cut_after_txn_began(
 /// first leader batch that straddles the log start; and a replica whose LEO is the leader's
 /// log start while its own log starts below it (`(log start, LEO)` of the replica).
 fn kafka_loss_explains_stuck_follower(
-    losses: &[crate::check::ghost::DeclaredLoss],
+    losses: &[DeclaredLoss],
     tp: &TopicPartition,
     leader: &mirror_core::log::partition_log::PartitionLog,
     (replica_start, replica_end): (mirror_core::types::Offset, mirror_core::types::Offset),
@@ -1428,9 +1429,7 @@ fn kafka_loss_explains_stuck_follower(
     straddles
         && stuck
         && losses.iter().any(|l| {
-            l.cause != "mirror_truncation"
-                && l.partition.ends_with(&suffix)
-                && l.from_offset < start.0
+            !l.is_mirror_truncation() && l.partition.ends_with(&suffix) && l.from_offset < start.0
         })
 }
 
@@ -1466,14 +1465,14 @@ fn mirror_error(resp: Option<Response>) -> ErrorCode {
 mod hang_tests {
     use super::kafka_loss_explains_hang;
     use crate::check::ghost::{CutMarker, DeclaredLoss};
+    use mirror_core::log::partition_log::{LogConfig, PartitionLog};
+    use mirror_core::log::producer_state::AppendOrigin;
     use mirror_core::protocol::ClusterIdx;
+    use mirror_core::record::{BatchBuilder, SimpleRecord};
+    use mirror_core::types::{LeaderEpoch, ProducerEpoch, ProducerId, Sequence, TopicPartition};
 
     /// The cluster of the logs under test.
     const CL: ClusterIdx = ClusterIdx(0);
-    use mirror_core::log::partition_log::{LogConfig, PartitionLog};
-    use mirror_core::log::producer_state::AppendOrigin;
-    use mirror_core::record::{BatchBuilder, SimpleRecord};
-    use mirror_core::types::{LeaderEpoch, ProducerEpoch, ProducerId, Sequence, TopicPartition};
 
     fn loss(partition: &str, from: i64, cause: &str) -> DeclaredLoss {
         DeclaredLoss {
