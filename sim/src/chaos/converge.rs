@@ -48,20 +48,29 @@ pub(super) fn stuck(
     ops: &MirrorOps,
     held: &HeldOut,
 ) -> Option<Stuck> {
-    stuck_judged(w, plan, ops, held, false)
+    stuck_judged(w, plan, ops, held, false, true)
 }
 
+/// Whether [`stuck`] is `None`, without working out the [`Stuck::kind`] of logs that differ
+/// (the liveness phase asks every 10 ms of simulated time).
+pub(super) fn converged(w: &KafkaWorld, plan: &ChaosPlan, ops: &MirrorOps, held: &HeldOut) -> bool {
+    stuck_judged(w, plan, ops, held, false, false).is_none()
+}
+
+/// `detailed` works out which way mirrored logs differ ([`shared_epoch_split`]); without
+/// it they are `logs_differ` (only whether the run is stuck is asked).
 fn stuck_judged(
     w: &KafkaWorld,
     plan: &ChaosPlan,
     ops: &MirrorOps,
     held: &HeldOut,
     below_source_hw: bool,
+    detailed: bool,
 ) -> Option<Stuck> {
     (0..plan.brokers.len())
         .filter_map(|c| u16::try_from(c).ok().map(ClusterIdx))
         .find_map(|c| cluster_stuck(w, plan, c, held.get(&c).copied()))
-        .or_else(|| mirror_stuck(w, plan, ops, below_source_hw))
+        .or_else(|| mirror_stuck(w, plan, ops, below_source_hw, detailed))
 }
 
 /// [`stuck`] once the liveness phase ran out, with the mirror's source compared only below
@@ -78,23 +87,61 @@ pub(super) fn stuck_below_source_hw(
     ops: &MirrorOps,
     held: &HeldOut,
 ) -> Option<Stuck> {
-    stuck_judged(w, plan, ops, held, true)
+    stuck_judged(w, plan, ops, held, true, true)
 }
 
 /// A leader's `(log start, LEO, batches)`, as [`leader_log`] reads it.
 type LeaderLog = (Offset, Offset, Vec<RecordBatch>);
 
 /// Two clusters' leader logs agree: the same LEO and the same batches from the later log start
-/// on (a batch straddling that start is left out on both sides).
-fn logs_agree(a: &LeaderLog, b: &LeaderLog) -> bool {
+/// on (a batch straddling that start is left out on both sides). Each side is `(log start,
+/// end, batches)`; batches at or past its end (its LEO, or its HW when only committed records
+/// count) are left out. Read in place: the liveness phase asks every 10 ms of simulated time.
+fn logs_agree<'a>(
+    a: (Offset, Offset, impl IntoIterator<Item = &'a RecordBatch>),
+    b: (Offset, Offset, impl IntoIterator<Item = &'a RecordBatch>),
+) -> bool {
     let start = a.0.max(b.0);
-    let from = |l: &[RecordBatch]| -> Vec<RecordBatch> {
-        l.iter()
-            .filter(|b| b.base_offset() >= start)
-            .cloned()
-            .collect()
+    let within =
+        |end: Offset| move |x: &&RecordBatch| x.base_offset() >= start && x.last_offset() < end;
+    a.1 == b.1
+        && a.2
+            .into_iter()
+            .filter(within(a.1))
+            .eq(b.2.into_iter().filter(within(b.1)))
+}
+
+/// A partition's `(log start, end, batches)` for [`logs_agree`]: the end is its LEO, or with
+/// `committed` its HW.
+fn log_view(
+    p: &mirror_core::broker::partition::Partition,
+    committed: bool,
+) -> (Offset, Offset, impl Iterator<Item = &RecordBatch>) {
+    let end = if committed {
+        p.log.high_watermark()
+    } else {
+        p.log.log_end_offset()
     };
-    a.1 == b.1 && from(&a.2) == from(&b.2)
+    (p.log.log_start_offset(), end, p.log.batches())
+}
+
+/// Whether both clusters' leaders of `tp` hold it and their logs agree ([`logs_agree`]),
+/// each read under its broker's lock without copying a batch.
+fn leader_logs_agree(w: &KafkaWorld, tp: &TopicPartition, committed: (bool, bool)) -> bool {
+    let (src, dst) = (ClusterIdx(0), ClusterIdx(1));
+    let (Some(ls), Some(ld)) = (w.leader(src, tp), w.leader(dst, tp)) else {
+        return false;
+    };
+    w.with_broker(src, ls, |a| {
+        w.with_broker(dst, ld, |b| match (a.partition(tp), b.partition(tp)) {
+            (Some(pa), Some(pb)) => {
+                logs_agree(log_view(pa, committed.0), log_view(pb, committed.1))
+            }
+            _ => false,
+        })
+    })
+    .flatten()
+    .unwrap_or(false)
 }
 
 /// The first of `shared` (leader epochs in which both clusters' own leaders wrote records,
@@ -165,6 +212,7 @@ fn mirror_stuck(
     plan: &ChaosPlan,
     ops: &MirrorOps,
     below_source_hw: bool,
+    detailed: bool,
 ) -> Option<Stuck> {
     if !plan.mirror {
         return None;
@@ -238,15 +286,20 @@ fn mirror_stuck(
                 // checks.
                 // With `below_source_hw`, the mirror's source counts only below its HW
                 // ([`stuck_below_source_hw`]).
-                let (a, b) = (
-                    leader_log(w, src, &tp, below_source_hw && !failing_back),
-                    leader_log(w, dst, &tp, below_source_hw && failing_back),
+                let committed = (
+                    below_source_hw && !failing_back,
+                    below_source_hw && failing_back,
                 );
-                if !matches!((&a, &b), (Some(a), Some(b)) if logs_agree(a, b)) {
+                if !leader_logs_agree(w, &tp, committed) {
                     let mut stuck = differ(tp);
-                    if let (Some(a), Some(b)) = (&a, &b)
+                    // Which way they differ is read only for the verdict, not for every poll.
+                    if detailed
+                        && let (Some(a), Some(b)) = (
+                            leader_log(w, src, &stuck.tp, committed.0),
+                            leader_log(w, dst, &stuck.tp, committed.1),
+                        )
                         && let Some(epoch) =
-                            shared_epoch_split(a, b, &w.epochs_led_in_both(src, dst, &stuck.tp))
+                            shared_epoch_split(&a, &b, &w.epochs_led_in_both(src, dst, &stuck.tp))
                     {
                         stuck.kind = LOGS_DIFFER_IN_A_SHARED_EPOCH.into();
                         stuck.detail = format!(
@@ -447,6 +500,10 @@ mod tests {
         assert_eq!(shared_epoch_split(&primary, &primary, &both), None);
     }
 
+    fn agree(a: &LeaderLog, b: &LeaderLog) -> bool {
+        logs_agree((a.0, a.1, &a.2), (b.0, b.1, &b.2))
+    }
+
     #[test]
     fn logs_agree_from_the_later_log_start_to_the_same_leo() {
         let full = vec![batch(0, "a"), batch(1, "b"), batch(2, "c")];
@@ -454,16 +511,16 @@ mod tests {
         // Seed 6514: the source's log start went back to 0 after a crash; the destination
         // keeps the later one and lacks the prefix: they agree.
         let dst: LeaderLog = (Offset(1), Offset(3), full[1..].to_vec());
-        assert!(logs_agree(&src, &dst));
-        assert!(logs_agree(&dst, &src));
+        assert!(agree(&src, &dst));
+        assert!(agree(&dst, &src));
         // A different record above both log starts: they do not.
         let other: LeaderLog = (Offset(1), Offset(3), vec![batch(1, "b"), batch(2, "x")]);
-        assert!(!logs_agree(&src, &other));
+        assert!(!agree(&src, &other));
         // A missing tail (a different LEO): they do not.
         let short: LeaderLog = (Offset(1), Offset(2), vec![batch(1, "b")]);
-        assert!(!logs_agree(&src, &short));
+        assert!(!agree(&src, &short));
         // A hole below the LEO above both log starts: they do not.
         let hole: LeaderLog = (Offset(0), Offset(3), vec![batch(0, "a"), batch(2, "c")]);
-        assert!(!logs_agree(&src, &hole));
+        assert!(!agree(&src, &hole));
     }
 }

@@ -365,7 +365,7 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
         let converged = w
             .wait_until(plan.liveness_ms, |w| {
                 let ops = ops.lock().map(|o| o.clone()).unwrap_or_default();
-                converge::stuck(w, &plan, &ops, &held).is_none() || w.violation().is_some()
+                converge::converged(w, &plan, &ops, &held) || w.violation().is_some()
             })
             .await;
         match (w.finish(), converged) {
