@@ -146,6 +146,7 @@ fn measure_with(
         sim_seconds: report.sim_seconds,
         wall_seconds,
         events: report.events,
+        trace_hash: report.trace_hash,
         stats: report.stats,
         peak_mib,
         floor,

@@ -178,6 +178,10 @@ pub struct TraceSink {
     limit: Option<u64>,
 }
 
+/// The byte before a keyed event's fields in the hash ([`TraceSink::event_keyed`]): not
+/// valid UTF-8, so no line hashes like a keyed event.
+const KEYED_MARK: u8 = 0xFF;
+
 /// The panic message of a run stopped by [`TraceSink::set_limit`] (shrink candidates that run
 /// away are stopped, not waited for).
 pub const EVENT_LIMIT_EXCEEDED: &str = "event limit exceeded";
@@ -241,6 +245,47 @@ impl TraceSink {
         text: &str,
         detail: Option<&str>,
     ) -> u64 {
+        let seq = self.take_seq();
+        let mut buf = std::mem::take(&mut self.scratch);
+        write_line(&mut buf, t_micros, seq, node, subject, text);
+        self.hash_line_bytes(&buf);
+        if self.keeps(level) {
+            self.keep_line(&buf, detail);
+        }
+        self.scratch = buf;
+        seq
+    }
+
+    /// [`TraceSink::event_detailed`] for a frequent event hashed by its fields instead of its
+    /// line: `key` is the event's fixed binary encoding (`TraceEvent::hash_key`), folded into
+    /// the hash after the time and the event number, each 8 bytes little-endian and the key
+    /// behind a 0xFF byte, which no UTF-8 line holds. Formatting a line costs more than the
+    /// run's events do between them, so `columns` (node, subject, text and the detail) is
+    /// asked for only when the line is kept. The hash is the same whether it is.
+    pub fn event_keyed<'c>(
+        &mut self,
+        level: TraceLevel,
+        t_micros: u64,
+        key: &[u8],
+        columns: impl FnOnce() -> (&'c str, &'c str, &'c str, Option<String>),
+    ) -> u64 {
+        let seq = self.take_seq();
+        self.hash.update(&t_micros.to_le_bytes());
+        self.hash.update(&seq.to_le_bytes());
+        self.hash.update(&[KEYED_MARK]);
+        self.hash_line_bytes(key);
+        if self.keeps(level) {
+            let (node, subject, text, detail) = columns();
+            let mut buf = std::mem::take(&mut self.scratch);
+            write_line(&mut buf, t_micros, seq, node, subject, text);
+            self.keep_line(&buf, detail.as_deref());
+            self.scratch = buf;
+        }
+        seq
+    }
+
+    /// The next event number, after the run's event limit (if any) is checked.
+    fn take_seq(&mut self) -> u64 {
         let seq = self.next_seq;
         if let Some(limit) = self.limit
             && seq >= limit
@@ -248,20 +293,18 @@ impl TraceSink {
             panic!("{EVENT_LIMIT_EXCEEDED}: {limit} events");
         }
         self.next_seq += 1;
-        let mut buf = std::mem::take(&mut self.scratch);
-        write_line(&mut buf, t_micros, seq, node, subject, text);
-        self.hash_line_bytes(&buf);
-        if self.keeps(level) {
-            let mut kept = String::with_capacity(buf.len() + detail.map_or(0, |d| d.len() + 1));
-            kept.push_str(std::str::from_utf8(&buf).expect("a trace line is UTF-8: its parts are"));
-            if let Some(d) = detail {
-                kept.push(' ');
-                kept.push_str(d);
-            }
-            self.output(kept);
-        }
-        self.scratch = buf;
         seq
+    }
+
+    /// Sends a kept line (`line`, as [`write_line`] formats it) with its detail to the output.
+    fn keep_line(&mut self, line: &[u8], detail: Option<&str>) {
+        let mut kept = String::with_capacity(line.len() + detail.map_or(0, |d| d.len() + 1));
+        kept.push_str(std::str::from_utf8(line).expect("a trace line is UTF-8: its parts are"));
+        if let Some(d) = detail {
+            kept.push(' ');
+            kept.push_str(d);
+        }
+        self.output(kept);
     }
 
     /// Records an already formatted line (headers, footers) without numbering it.
@@ -450,6 +493,79 @@ mod tests {
             compact.lines()[1],
             "t=     0.003s #0000002 fault  src-2        crash"
         );
+    }
+
+    #[test]
+    fn a_keyed_event_is_hashed_by_its_key_and_formatted_only_when_kept() {
+        // Goal: the frequent events' key-hash (round 8 under Speed) numbers events as lines
+        // do, gives one hash whether the line is kept or not, formats nothing it does not
+        // keep, keeps the line `event_detailed` would, and tells apart a time, an event
+        // number or a key that differs.
+        let mut kept = TraceSink::new(TraceLevel::Verbose, TraceOutput::Memory);
+        let mut hashed = TraceSink::new(TraceLevel::Compact, TraceOutput::Memory);
+        let mut formatted = 0;
+        for sink in [&mut kept, &mut hashed] {
+            sink.event(
+                TraceLevel::Compact,
+                1_000,
+                "src-1",
+                "orders-0",
+                "leader le=1",
+            );
+            let seq = sink.event_keyed(TraceLevel::Verbose, 2_000, b"\x03key", || {
+                formatted += 1;
+                (
+                    "src-1",
+                    "src-2",
+                    "→ request id=7",
+                    Some("Fetch t0-0(off=3)".into()),
+                )
+            });
+            assert_eq!(seq, 1);
+        }
+        assert_eq!(formatted, 1);
+        assert_eq!(kept.hash(), hashed.hash());
+        assert_eq!((kept.hashed_lines(), hashed.lines().len()), (2, 1));
+        let mut line = TraceSink::new(TraceLevel::Verbose, TraceOutput::Memory);
+        line.event(
+            TraceLevel::Compact,
+            1_000,
+            "src-1",
+            "orders-0",
+            "leader le=1",
+        );
+        line.event_detailed(
+            TraceLevel::Verbose,
+            2_000,
+            "src-1",
+            "src-2",
+            "→ request id=7",
+            Some("Fetch t0-0(off=3)"),
+        );
+        assert_eq!(kept.lines(), line.lines());
+        let hash = |t: u64, first: bool, key: &[u8]| {
+            let mut sink = TraceSink::new(TraceLevel::Compact, TraceOutput::Discard);
+            if first {
+                sink.event(
+                    TraceLevel::Compact,
+                    1_000,
+                    "src-1",
+                    "orders-0",
+                    "leader le=1",
+                );
+            }
+            sink.event_keyed(TraceLevel::Verbose, t, key, || unreachable!("not kept"));
+            sink.hash()
+        };
+        let base = hash(2_000, true, b"\x03key");
+        assert_eq!(base, kept.hash());
+        assert_ne!(base, hash(2_001, true, b"\x03key"));
+        assert_ne!(base, hash(2_000, true, b"\x03kez"));
+        assert_ne!(
+            hash(2_000, false, b"\x03key"),
+            hash(2_000, false, b"\x03ke")
+        );
+        assert_ne!(base, line.hash());
     }
 
     #[test]

@@ -850,8 +850,19 @@ impl<N: Node + Send + 'static> World<N> {
     /// [`Self::emit`] at world time `t`, which must be now.
     fn emit_at(&self, ev: &TraceEvent<'_>, t: Instant) -> u64 {
         let mut columns = lock(&self.inner.columns);
-        let level = ev.render_into(&self.inner.names, &mut columns);
         let t = t.0;
+        let mut key = std::mem::take(&mut columns.key);
+        if let Some(level) = ev.hash_key(&mut key) {
+            let seq = lock(&self.inner.trace).event_keyed(level, t, &key, || {
+                ev.render_into(&self.inner.names, &mut columns);
+                let c = &*columns;
+                (&c.node, &c.subject, &c.text, ev.detail())
+            });
+            columns.key = key;
+            return seq;
+        }
+        columns.key = key;
+        let level = ev.render_into(&self.inner.names, &mut columns);
         let mut sink = lock(&self.inner.trace);
         let detail = if sink.keeps(level) { ev.detail() } else { None };
         let c = &*columns;

@@ -23,6 +23,8 @@ pub struct Measurement {
     pub wall_seconds: f64,
     /// Trace events of the reference run.
     pub events: u64,
+    /// The reference run's trace hash: a change that only speeds the world up keeps it.
+    pub trace_hash: String,
     /// What the reference run cost madsim (empty if it crashed).
     pub stats: RunStats,
     /// Peak resident memory during the reference run, MiB.
@@ -155,6 +157,7 @@ impl Measurement {
             "seeds_per_core_h": self.seeds_per_core_hour(),
             "events": self.events,
             "events_per_s": self.events_per_s(),
+            "trace_hash": self.trace_hash,
             "messages": self.messages(),
             "delivered": self.stats.net.total().delivered,
             "messages_per_sim_s": self.messages_per_sim_s(),
@@ -428,6 +431,7 @@ mod tests {
             sim_seconds: 60.0,
             wall_seconds,
             events,
+            trace_hash: String::new(),
             stats: RunStats::default(),
             peak_mib: Some(40.0),
             floor: None,
