@@ -259,9 +259,9 @@ impl TraceSink {
     /// [`TraceSink::event_detailed`] for a frequent event hashed by its fields instead of its
     /// line: `key` is the event's fixed binary encoding (`TraceEvent::hash_key`), folded into
     /// the hash after the time and the event number, each 8 bytes little-endian and the key
-    /// behind a 0xFF byte, which no UTF-8 line holds. Formatting a line costs more than the
-    /// run's events do between them, so `columns` (node, subject, text and the detail) is
-    /// asked for only when the line is kept. The hash is the same whether it is.
+    /// behind a 0xFF byte, which no UTF-8 line holds. Formatting lines nobody keeps was most
+    /// of the trace's cost, so `columns` (node, subject, text and the detail) is asked for
+    /// only when the line is kept. The hash is the same whether it is.
     pub fn event_keyed<'c>(
         &mut self,
         level: TraceLevel,
