@@ -176,7 +176,7 @@ fn shared_epoch_split(
 }
 
 /// The leader's log start, LEO and batches; with `committed`, only its records below its HW
-/// (the LEO is then the HW).
+/// (the LEO is then the HW). A copy, for [`shared_epoch_split`] on a verdict.
 fn leader_log(
     w: &KafkaWorld,
     c: ClusterIdx,
@@ -186,19 +186,11 @@ fn leader_log(
     let l = w.leader(c, tp)?;
     w.with_broker(c, l, |b| {
         b.partition(tp).map(|p| {
-            let end = if committed {
-                p.log.high_watermark()
-            } else {
-                p.log.log_end_offset()
-            };
+            let (start, end, batches) = log_view(p, committed);
             (
-                p.log.log_start_offset(),
+                start,
                 end,
-                p.log
-                    .batches()
-                    .filter(|b| b.last_offset() < end)
-                    .cloned()
-                    .collect(),
+                batches.filter(|b| b.last_offset() < end).cloned().collect(),
             )
         })
     })

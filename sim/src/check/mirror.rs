@@ -446,7 +446,10 @@ impl MirrorChecker {
                 // newer epoch (kafka-semantics §1.3; item 8 reads only non-stale leaders). Item
                 // 17 is about appends that land on the partition, i.e. its current leader's.
                 let zombie = *as_leader && superseded_leader_epoch(ghost, cluster, tp, *epoch);
+                // Only a world of more than one cluster can fail back (its nodes are keyed
+                // by cluster first, so the last one tells): a single-cluster run keeps none.
                 if *as_leader
+                    && nodes.last_key_value().is_some_and(|(n, _)| n.cluster.0 > 0)
                     && (zombie
                         || matches!(
                             self.state(cluster, tp),
