@@ -271,6 +271,31 @@ fn check(h: &Harness, history: &[RecordBatch]) {
         _ => l.high_watermark(),
     };
     assert_eq!(l.last_stable_offset(), lso, "LSOFormula");
+    // The batch look-ups answer as a scan of the batches does, at every offset around the
+    // log (its gaps, its start and end, and past them).
+    let batches: Vec<&RecordBatch> = l.batches().collect();
+    for o in (l.log_start_offset().0 - 2)..=(l.log_end_offset().0 + 2) {
+        let o = Offset(o);
+        let first = batches.iter().position(|b| b.last_offset() >= o);
+        assert_eq!(
+            l.batches_from(o).next().map(RecordBatch::base_offset),
+            first.map(|i| batches[i].base_offset()),
+            "batches_from({o})"
+        );
+        assert_eq!(
+            l.batches_from(o).count(),
+            first.map_or(0, |i| batches.len() - i),
+            "batches_from({o}) length"
+        );
+        assert_eq!(
+            l.batch_containing(o).map(RecordBatch::base_offset),
+            batches
+                .iter()
+                .find(|b| b.base_offset() <= o && o <= b.last_offset())
+                .map(|b| b.base_offset()),
+            "batch_containing({o})"
+        );
+    }
 }
 
 /// The full history of the current log: every batch ever appended that is still part of

@@ -410,14 +410,38 @@ impl PartitionLog {
     }
 
     /// Index of the first batch whose last offset is at or above `offset` (the batch count if
-    /// none is). Most lookups are at the log end (a caught-up fetcher, the next append), so
-    /// the last batch is looked at before the binary search.
+    /// none is). Most lookups are at or near the log end (a caught-up or slightly behind
+    /// fetcher, the next append, a HW a few batches below the LEO), so the search gallops
+    /// back from the last batch (1, 2, 4, ... batches) and then bisects the last step: a
+    /// handful of batches are read for a lookup near the end, where a bisection of the whole
+    /// log read one batch (a cache miss in a long log) per halving.
     fn first_batch_at_or_after(&self, offset: Offset) -> usize {
-        match self.batches.back() {
-            None => 0,
-            Some(last) if last.last_offset() < offset => self.batches.len(),
-            Some(_) => self.batches.partition_point(|b| b.last_offset() < offset),
+        let below = |i: usize| self.batches[i].last_offset() < offset;
+        let n = self.batches.len();
+        if n == 0 || below(n - 1) {
+            return n;
         }
+        // The answer is in `lo..=hi`, and batch `hi` is not below `offset`.
+        let (mut lo, mut hi) = (0, n - 1);
+        let mut step = 1;
+        while step <= hi {
+            let probe = hi - step;
+            if below(probe) {
+                lo = probe + 1;
+                break;
+            }
+            hi = probe;
+            step *= 2;
+        }
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if below(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// Number of retained batches.
