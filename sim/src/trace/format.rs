@@ -361,6 +361,17 @@ impl TraceSink {
 mod tests {
     use super::*;
 
+    /// A compact event at 1 ms: the plain line the hashing tests start with.
+    fn leader_event(sink: &mut TraceSink) {
+        sink.event(
+            TraceLevel::Compact,
+            1_000,
+            "src-1",
+            "orders-0",
+            "leader le=1",
+        );
+    }
+
     #[test]
     fn line_matches_the_documented_layout() {
         // Goal: byte-exact columns, as in style §7.
@@ -466,13 +477,7 @@ mod tests {
         let mut compact = TraceSink::new(TraceLevel::Compact, TraceOutput::Memory);
         let mut verbose = TraceSink::new(TraceLevel::Verbose, TraceOutput::Memory);
         for sink in [&mut compact, &mut verbose] {
-            sink.event(
-                TraceLevel::Compact,
-                1_000,
-                "src-1",
-                "orders-0",
-                "leader le=1",
-            );
+            leader_event(sink);
             sink.event(
                 TraceLevel::Verbose,
                 2_000,
@@ -505,13 +510,8 @@ mod tests {
         let mut hashed = TraceSink::new(TraceLevel::Compact, TraceOutput::Memory);
         let mut formatted = 0;
         for sink in [&mut kept, &mut hashed] {
-            sink.event(
-                TraceLevel::Compact,
-                1_000,
-                "src-1",
-                "orders-0",
-                "leader le=1",
-            );
+            // One plain event first, so the keyed one is number 1.
+            leader_event(sink);
             let seq = sink.event_keyed(TraceLevel::Verbose, 2_000, b"\x03key", || {
                 formatted += 1;
                 (
@@ -527,13 +527,7 @@ mod tests {
         assert_eq!(kept.hash(), hashed.hash());
         assert_eq!((kept.hashed_lines(), hashed.lines().len()), (2, 1));
         let mut line = TraceSink::new(TraceLevel::Verbose, TraceOutput::Memory);
-        line.event(
-            TraceLevel::Compact,
-            1_000,
-            "src-1",
-            "orders-0",
-            "leader le=1",
-        );
+        leader_event(&mut line);
         line.event_detailed(
             TraceLevel::Verbose,
             2_000,
@@ -543,16 +537,10 @@ mod tests {
             Some("Fetch t0-0(off=3)"),
         );
         assert_eq!(kept.lines(), line.lines());
-        let hash = |t: u64, first: bool, key: &[u8]| {
+        let hash = |t: u64, with_first: bool, key: &[u8]| {
             let mut sink = TraceSink::new(TraceLevel::Compact, TraceOutput::Discard);
-            if first {
-                sink.event(
-                    TraceLevel::Compact,
-                    1_000,
-                    "src-1",
-                    "orders-0",
-                    "leader le=1",
-                );
+            if with_first {
+                leader_event(&mut sink);
             }
             sink.event_keyed(TraceLevel::Verbose, t, key, || unreachable!("not kept"));
             sink.hash()

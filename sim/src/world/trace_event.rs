@@ -452,49 +452,54 @@ impl TraceEvent<'_> {
                 out.extend_from_slice(&id.to_le_bytes());
             }
             TraceEvent::Node { node, event } => {
-                let (tag, tp): (u8, _) = match event {
-                    Event::Appended { tp, .. } => (3, tp),
-                    Event::HighWatermarkChanged { tp, .. } => (4, tp),
-                    Event::Consumed { tp, .. } => (5, tp),
-                    Event::MirrorAppended { tp, .. } => (6, tp),
-                    Event::ProduceAcked { tp, .. } => (7, tp),
-                    _ => return None,
+                // The tag, the node and the partition, then the event's own fields.
+                let head = |out: &mut Vec<u8>, tag: u8, tp| {
+                    out.push(tag);
+                    key_node(out, *node);
+                    key_tp(out, tp);
                 };
-                out.push(tag);
-                key_node(out, *node);
-                key_tp(out, tp);
                 match event {
                     Event::Appended {
+                        tp,
                         base_offset,
                         last_offset,
                         epoch,
                         as_leader,
-                        ..
                     } => {
+                        head(out, 3, tp);
                         key_ints(out, &[base_offset.0, last_offset.0, i64::from(epoch.0)]);
                         out.push(u8::from(*as_leader));
                     }
-                    Event::HighWatermarkChanged { high_watermark, .. } => {
+                    Event::HighWatermarkChanged { tp, high_watermark } => {
+                        head(out, 4, tp);
                         key_ints(out, &[high_watermark.0]);
                     }
-                    Event::Consumed { offset, .. } => key_ints(out, &[offset.0]),
+                    Event::Consumed { tp, offset, .. } => {
+                        head(out, 5, tp);
+                        key_ints(out, &[offset.0]);
+                    }
                     Event::MirrorAppended {
+                        tp,
                         base_offset,
                         last_offset,
                         epoch,
-                        ..
-                    } => key_ints(out, &[base_offset.0, last_offset.0, i64::from(epoch.0)]),
+                    } => {
+                        head(out, 6, tp);
+                        key_ints(out, &[base_offset.0, last_offset.0, i64::from(epoch.0)]);
+                    }
                     Event::ProduceAcked {
+                        tp,
                         base_offset,
                         values,
                         acks,
                         transactional,
                         ..
                     } => {
+                        head(out, 7, tp);
                         key_ints(out, &[base_offset.0, values.len() as i64, i64::from(*acks)]);
                         out.push(u8::from(*transactional));
                     }
-                    _ => unreachable!("tagged above"),
+                    _ => return None,
                 }
             }
             _ => return None,
