@@ -249,7 +249,8 @@ pub struct RecoveryInputs {
 }
 
 /// Rebuilds the log from loaded segments (Kafka: the rest of `LogLoader.load` and
-/// `Partition.createLog`): the log start is the checkpoint (else the first batch); producer
+/// `Partition.createLog`): the log start is the later of the checkpoint and the first
+/// segment's base offset; producer
 /// state is the snapshot plus replay; the epoch cache is rebuilt from the batches, which is
 /// what `truncateFromEnd(LEO)` leaves of Kafka's checkpointed cache; the HW is the checkpoint
 /// clamped into `[log start, LEO]`.
@@ -259,10 +260,16 @@ pub fn rebuild_log(
     producer_snapshot: Option<&Bytes>,
     inputs: &RecoveryInputs,
 ) -> Result<PartitionLog, AppendError> {
+    // Kafka `LogLoader.load`: `max(logStartOffsetCheckpoint, segments.firstSegment.baseOffset)`.
+    // The checkpoint is written only every `log.flush.start.offset.checkpoint.interval.ms`,
+    // so after a crash it can be older than a DeleteRecords whose segments are already gone;
+    // the first surviving segment then bounds the log start (mirror fresh seed 707003666:
+    // with the stale checkpoint 0 and segments from 3350 on, a log start of 0 served a fetch
+    // at 1260 from 3350 instead of OFFSET_OUT_OF_RANGE).
+    let first_base = loaded.files.first_segment_base();
     let log_start = inputs
         .log_start_checkpoint
-        .or_else(|| loaded.batches.first().map(RecordBatch::base_offset))
-        .unwrap_or(Offset(0));
+        .map_or(first_base, |c| c.max(first_base));
     let base = producer_snapshot
         .and_then(|s| producer_snapshot::decode(s, cfg.producer_id_expiration_ms).ok())
         .unwrap_or_else(|| ProducerStateManager::new(cfg.producer_id_expiration_ms));

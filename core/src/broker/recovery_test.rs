@@ -290,3 +290,31 @@ fn the_recovery_point_follows_rolls_flushes_and_truncations() {
     files.truncate_fully(Offset(20), &mut out);
     assert_eq!(files.recovery_point(), Offset(2));
 }
+
+#[test]
+fn a_stale_log_start_checkpoint_yields_to_the_first_surviving_segment() {
+    // A DeleteRecords to 12 deleted segment 0; the broker crashed before its periodic
+    // log-start checkpoint recorded 12, so the checkpoint still says 0 (Kafka LogLoader:
+    // `max(logStartOffsetCheckpoint, firstSegment.baseOffset)`).
+    let (b10, b15) = (batch(10, 5, 0), batch(15, 5, 0));
+    let mut files = BTreeMap::from([(seg_path(10), concat(&[&b10, &b15]))]);
+    let mut inputs = unclean(20, Some(20));
+    inputs.log_start_checkpoint = Some(Offset(0));
+    let (log, _, _) = recover(&mut files, &inputs);
+    assert_eq!(
+        log.log_start_offset(),
+        Offset(10),
+        "offsets below 10 are gone: a fetch there must be out of range"
+    );
+    assert_eq!(log.log_end_offset(), Offset(20));
+
+    // A checkpoint inside the first segment still wins: the prefix it cut stays cut.
+    inputs.log_start_checkpoint = Some(Offset(12));
+    let (log, _, _) = recover(&mut files, &inputs);
+    assert_eq!(log.log_start_offset(), Offset(12));
+
+    // With no checkpoint at all, the first segment's base.
+    inputs.log_start_checkpoint = None;
+    let (log, _, _) = recover(&mut files, &inputs);
+    assert_eq!(log.log_start_offset(), Offset(10));
+}

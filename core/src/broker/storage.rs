@@ -157,6 +157,15 @@ impl PartitionFiles {
         self.recovery_point
     }
 
+    /// The base offset of the first segment file (Kafka: `segments.firstSegment.baseOffset`).
+    #[must_use]
+    pub fn first_segment_base(&self) -> Offset {
+        self.segments
+            .first()
+            .expect("one segment always exists")
+            .base
+    }
+
     /// The offset after the last batch in the files.
     #[must_use]
     pub fn log_end_offset(&self) -> Offset {

@@ -16,7 +16,9 @@ use mirror_core::protocol::NodeId;
 /// Per-consumer reading state.
 #[derive(Clone, Debug, Default)]
 pub struct History {
-    last: KeyedMap<(ClusterIdx, u32, TopicPartition), Offset>,
+    /// Per consumer and partition: the offset it returned last, and the partition's count of
+    /// declared losses then.
+    last: KeyedMap<(ClusterIdx, u32, TopicPartition), (Offset, u32)>,
     /// Records consumed.
     pub consumed: u64,
 }
@@ -26,6 +28,14 @@ impl History {
     /// (a consumer only re-reads after a seek or restart, which start from an earlier committed
     /// position), it must not skip a record it should have returned (`consumer_gap`), and
     /// below the true HW the value must be the committed one (ConsistentRead).
+    ///
+    /// A loss declared on the partition since it returned that offset is such a seek: the
+    /// records under the consumer's position are gone, so its position check (KIP-320
+    /// `OffsetsForLeaderEpoch` with no end offset for its epoch, or OFFSET_OUT_OF_RANGE)
+    /// resets it by `auto.offset.reset`, and it reads the rewritten history again from there
+    /// (mirror fresh seed 707006084: bit rot cut the source's only copy of t1-0 to 0, the
+    /// failback mirror copied the same two records back, and the consumer, reset to earliest,
+    /// returned offset 1 a second time).
     ///
     /// `log_start` gives the highest log start offset of the partition on any replica of
     /// the cluster: records below it may legitimately be skipped (DeleteRecords, retention,
@@ -46,8 +56,15 @@ impl History {
     ) -> Result<(), Violation> {
         self.consumed += 1;
         let key = (cluster, client, tp.clone());
-        let last = self.last.insert(key, offset);
-        if last == Some(offset) {
+        let losses = ghost
+            .partitions
+            .get(&(cluster, tp.clone()))
+            .map_or(0, |g| g.declared_losses);
+        let last = self
+            .last
+            .insert(key, (offset, losses))
+            .map(|(o, l)| (o, l == losses));
+        if last == Some((offset, true)) {
             return Err(Violation::new(
                 "consumer_order",
                 node,
@@ -56,7 +73,7 @@ impl History {
                 "the consumer returned the same offset twice in a row",
             ));
         }
-        if let Some(last) = last
+        if let Some((last, _)) = last
             && let Some(skipped) =
                 skipped_record(ghost, cluster, tp, last, offset, read_committed, log_start)
         {
@@ -393,5 +410,19 @@ mod tests {
         let (ghost, tp) = ghost();
         let v = consume(&mut History::default(), &ghost, &tp, &[0, 1, 1], false, 0).unwrap_err();
         assert_eq!(v.invariant, "consumer_order");
+    }
+
+    #[test]
+    fn repeating_the_last_offset_after_a_declared_loss_is_a_reset() {
+        // Goal: a loss declared between two reads of one offset rewrote the history under the
+        // consumer, whose position check then resets it (`auto.offset.reset`): the repeat is
+        // that reset, not a consumer bug. Without a new loss the repeat is still a violation.
+        let (mut ghost, tp) = ghost();
+        let mut h = History::default();
+        consume(&mut h, &ghost, &tp, &[0, 1], false, 0).unwrap();
+        ghost.partition(ClusterIdx(0), &tp).declared_losses += 1;
+        consume(&mut h, &ghost, &tp, &[1], false, 0).unwrap();
+        let v = consume(&mut h, &ghost, &tp, &[1], false, 0).unwrap_err();
+        assert_eq!(v.invariant, "consumer_order", "no loss since the last read");
     }
 }
