@@ -376,11 +376,33 @@ fn an_epoch_bump_caused_by_one_partition_keeps_the_stamps_of_batches_sent_to_oth
     // retry was re-stamped pid 2000 seq 0 and written again at 612 (no_duplicates). Kafka
     // rewrites sequences only for the partition that caused the bump
     // (`partitionsToRewriteSequences`); a batch already sent elsewhere keeps its stamp and
-    // the broker recognises it (acked at 602).
+    // the broker recognises it (acked at 602). Since fresh seed 711013777's fix, that
+    // READ_ONLY_TOPIC (a leader that had not read t0-3's state yet) is a retriable
+    // NOT_LEADER_OR_FOLLOWER and this schedule no longer bumps; the capsule still pins the
+    // verdict, and the rule itself is tested on the producer alone
+    // (`workload::producer::bump_tests::a_bump_caused_by_one_partition_rewrites_only_that_partitions_sequences`).
     passes_with(
         include_str!("capsules/mirror-30462-bump-keeps-sent-batch-stamps.json"),
-        Some("t0-3         produce failed READ_ONLY_TOPIC"),
-        "the case needs the refused batch on t0-3 that makes the producer bump",
+        None,
+        "",
+    );
+}
+
+#[test]
+fn a_new_leader_that_has_not_read_a_stopped_partitions_state_asks_producers_to_retry() {
+    // Fresh mirror chaos seed 711013777 (shrinking cut nothing): a failover producer's
+    // batches on t1-1 were appended at 387..416 by the new primary's leader, which was paused
+    // and lost its leadership (NOT_LEADER_OR_FOLLOWER); an unclean election made it leader
+    // again with them. Before its read of t1-1's `__mirror_state` record returned it took
+    // the partition for read-only and answered the retry READ_ONLY_TOPIC, which is not
+    // retriable: the idempotent producer took a new producer id and resent the batches
+    // after the refused one, appended again at 417 (no_duplicates). A retriable answer
+    // while the stop's state is unread lets the retry keep its stamp, and the broker
+    // recognises it.
+    passes_with(
+        include_str!("capsules/mirror-711013777-read-only-before-state-read.json"),
+        Some("t1-1         elect leader=2 le=5 isr=[2] UNCLEAN"),
+        "the case needs the unclean election of the leader that holds the batches",
     );
 }
 

@@ -398,9 +398,16 @@ impl Broker {
         let Some(p) = self.partitions.get(tp).filter(|p| p.is_leader()) else {
             return Err(self.unknown_or_not_leader(tp));
         };
-        // KIP-1279: a mirror partition is read-only until STOPPED.
-        if self.is_read_only(tp) {
-            return Err(ErrorCode::ReadOnlyTopic);
+        // KIP-1279: a mirror partition is read-only until STOPPED. A leader that has not
+        // read back the state of a partition the operator stopped answers a retriable error
+        // instead (`read_only_error`), so the producer retries with the same producer id and
+        // sequence once the read returns. READ_ONLY_TOPIC is not retriable: the idempotent
+        // producer takes a new producer id and resends the batches after the refused one,
+        // which the broker can no longer deduplicate where an earlier attempt was written
+        // (fresh mirror seed 711013777: after an unclean election on a failed-over topic, two
+        // batches the new leader already held were appended again).
+        if let Some(error) = self.read_only_error(tp) {
+            return Err(error);
         }
         if acks == -1 {
             let isr_len = p.leader_state().map_or(0, |l| l.isr.isr.len());
@@ -1118,18 +1125,13 @@ impl Broker {
                 // The partition's content now follows the source's history, so the coordinator
                 // drops it from the pending markers (`TxnCoordinator::on_markers_written`), as
                 // Kafka does for a deleted topic. Off with the `no_read_only` ablation.
-                if self.is_read_only(&tp) {
-                    // A stop the operator asked for, with the partition's state not read back
-                    // yet (a leader that just took over or restarted): it is about to be
-                    // STOPPED and writable, so the marker is retried, not dropped. Dropping
-                    // it left a committed transaction open for good on the new primary
-                    // (mirror chaos seed 61: the coordinator and the partition's leader
-                    // restarted together, the resumed COMMIT marker arrived first).
-                    let error = if self.mirror_stop_pending_read(&tp) {
-                        ErrorCode::NotLeaderOrFollower
-                    } else {
-                        ErrorCode::ReadOnlyTopic
-                    };
+                // A stop the operator asked for, with the partition's state not read back
+                // yet (a leader that just took over or restarted): it is about to be STOPPED
+                // and writable, so the marker is retried, not dropped. Dropping it left a
+                // committed transaction open for good on the new primary (mirror chaos seed
+                // 61: the coordinator and the partition's leader restarted together, the
+                // resumed COMMIT marker arrived first).
+                if let Some(error) = self.read_only_error(&tp) {
                     waits.push(ProduceWait {
                         tp,
                         required_offset: Offset(0),

@@ -1618,3 +1618,224 @@ mod parts_tests {
         assert_eq!(walk(&mut parts), [3]);
     }
 }
+
+/// The producer driven by hand: a broker answers as each test says.
+#[cfg(test)]
+mod bump_tests {
+    use mirror_core::protocol::messages::{PartitionMetadata, TopicMetadata};
+    use mirror_core::record::RecordBatch;
+    use mirror_core::types::{LeaderEpoch, Offset, TopicId};
+
+    use super::*;
+
+    const C: ClusterIdx = ClusterIdx(0);
+    const BROKER: BrokerId = BrokerId(0);
+
+    /// A produce request the broker has not answered yet.
+    struct Sent {
+        id: CorrelationId,
+        p: i32,
+        batch: RecordBatch,
+    }
+
+    struct Drive {
+        producer: Producer,
+        now: Instant,
+        /// Produce requests waiting for an answer, in the order sent.
+        produces: Vec<Sent>,
+        /// Every InitProducerId request's (producer id, epoch).
+        inits: Vec<(ProducerId, ProducerEpoch)>,
+        next_offset: i64,
+    }
+
+    impl Drive {
+        fn new(partitions: Vec<i32>, max_records: u64) -> Self {
+            let mut cfg = ProducerConfig::new(0, C, vec![BROKER], "t", partitions);
+            cfg.records_per_second = 10_000.0;
+            cfg.max_records = Some(max_records);
+            cfg.seed = 7;
+            cfg.max_in_flight = 5;
+            let mut producer = Producer::new(cfg);
+            producer.handle_timeout(Instant::ZERO);
+            Self {
+                producer,
+                now: Instant::ZERO,
+                produces: Vec::new(),
+                inits: Vec::new(),
+                next_offset: 0,
+            }
+        }
+
+        fn answer(&mut self, id: CorrelationId, resp: Response) {
+            let from = NodeId::broker(C, BROKER);
+            self.producer
+                .handle_message(self.now, from, id, Message::Response(resp));
+        }
+
+        /// Answers metadata and InitProducerId at once (a bump gets the next producer id,
+        /// as Kafka gives an idempotent producer), keeps produce requests for the test.
+        fn pump(&mut self) {
+            while let Some(out) = self.producer.poll_output() {
+                let Output::Send {
+                    id,
+                    message: Message::Request(req),
+                    ..
+                } = out
+                else {
+                    continue;
+                };
+                match req {
+                    Request::Metadata { .. } => {
+                        let parts = self.producer.config().partitions.clone();
+                        let topic = TopicMetadata {
+                            name: "t".into(),
+                            topic_id: TopicId(1),
+                            error: ErrorCode::None,
+                            partitions: parts
+                                .into_iter()
+                                .map(|partition| PartitionMetadata {
+                                    partition,
+                                    leader: Some(BROKER),
+                                    leader_epoch: LeaderEpoch(0),
+                                    replicas: vec![BROKER],
+                                    isr: vec![BROKER],
+                                })
+                                .collect(),
+                        };
+                        let resp = Response::Metadata {
+                            brokers: vec![BROKER],
+                            topics: vec![topic],
+                        };
+                        self.answer(id, resp);
+                    }
+                    Request::InitProducerId {
+                        producer_id,
+                        producer_epoch,
+                        ..
+                    } => {
+                        self.inits.push((producer_id, producer_epoch));
+                        let pid = if producer_id.0 < 0 { 0 } else { 2000 };
+                        let resp = Response::InitProducerId {
+                            error: ErrorCode::None,
+                            producer_id: ProducerId(pid),
+                            producer_epoch: ProducerEpoch(0),
+                        };
+                        self.answer(id, resp);
+                    }
+                    Request::Produce { partitions, .. } => {
+                        for (tp, batch) in partitions {
+                            self.produces.push(Sent {
+                                id,
+                                p: tp.partition,
+                                batch,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+
+        /// Runs the producer's timers for `ms`, answering what `pump` answers.
+        fn run_ms(&mut self, ms: i64) {
+            let until = self.now.plus_millis(ms);
+            self.pump();
+            while let Some(t) = self.producer.poll_timeout().filter(|t| *t <= until) {
+                self.now = t.max(self.now);
+                self.producer.handle_timeout(self.now);
+                self.pump();
+            }
+            self.now = until;
+        }
+
+        /// Answers the waiting produce of partition `p` stamped with sequence `seq`.
+        fn answer_produce(&mut self, p: i32, seq: i32, error: ErrorCode) {
+            let pos = self
+                .produces
+                .iter()
+                .position(|s| s.p == p && s.batch.base_sequence() == Sequence(seq))
+                .expect("that produce is waiting");
+            let s = self.produces.remove(pos);
+            let base_offset = if error.is_ok() {
+                let o = self.next_offset;
+                self.next_offset += i64::from(s.batch.record_count());
+                Offset(o)
+            } else {
+                Offset(-1)
+            };
+            let resp = Response::Produce {
+                partitions: vec![ProducePartitionResponse {
+                    tp: TopicPartition::new("t", p),
+                    error,
+                    base_offset,
+                    log_start_offset: Offset(0),
+                }],
+            };
+            self.answer(s.id, resp);
+            self.pump();
+        }
+
+        /// The stamps (producer id, sequence) of the waiting produces of `p`.
+        fn stamps(&self, p: i32) -> Vec<(i64, i32)> {
+            self.produces
+                .iter()
+                .filter(|s| s.p == p)
+                .map(|s| (s.batch.producer_id().0, s.batch.base_sequence().0))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_bump_caused_by_one_partition_rewrites_only_that_partitions_sequences() {
+        // Goal: Kafka rewrites sequences after an idempotent epoch bump only for the
+        // partition that caused it (`TransactionManager.partitionsToRewriteSequences`). A
+        // batch already sent to another partition keeps its (producer id, sequence), so its
+        // retry is recognised by the broker that may have written it (mirror chaos seed
+        // 30462: a NOT_LEADER_OR_FOLLOWER batch re-stamped under the new id was written
+        // twice).
+        let mut d = Drive::new(vec![1, 3], 1_000);
+        d.run_ms(50);
+        let (a, b) = (1, 3);
+        assert!(
+            d.stamps(b).len() >= 2 && !d.stamps(a).is_empty(),
+            "both partitions have batches in flight, b at least two: {:?} {:?}",
+            d.stamps(a),
+            d.stamps(b)
+        );
+        assert_eq!(d.stamps(a)[0], (0, 0));
+        // b's first batch is refused for good with later batches of b behind it: its
+        // sequence cannot be given back, so the producer bumps (a new id, KIP-360).
+        d.answer_produce(b, 0, ErrorCode::ReadOnlyTopic);
+        let later_b: Vec<i32> = d.stamps(b).iter().map(|s| s.1).collect();
+        for seq in later_b {
+            d.answer_produce(b, seq, ErrorCode::NotLeaderOrFollower);
+        }
+        // a's first batch: outcome unknown to the producer (it may have been written).
+        d.answer_produce(a, 0, ErrorCode::NotLeaderOrFollower);
+        let later_a: Vec<i32> = d.stamps(a).iter().map(|s| s.1).collect();
+        for seq in later_a {
+            d.answer_produce(a, seq, ErrorCode::NotLeaderOrFollower);
+        }
+        d.run_ms(1_000);
+        assert_eq!(
+            d.inits,
+            vec![
+                (ProducerId(-1), ProducerEpoch(-1)),
+                (ProducerId(0), ProducerEpoch(0))
+            ],
+            "one bump, asked with the current pair"
+        );
+        assert_eq!(
+            d.stamps(a).first(),
+            Some(&(0, 0)),
+            "a's retry keeps its stamp: {:?}",
+            d.stamps(a)
+        );
+        assert_eq!(
+            d.stamps(b).first(),
+            Some(&(2000, 0)),
+            "b's sequences start over under the new id: {:?}",
+            d.stamps(b)
+        );
+    }
+}

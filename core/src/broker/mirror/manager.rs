@@ -185,6 +185,22 @@ impl Broker {
             .is_none_or(|r| r.state() != S::Stopped)
     }
 
+    /// The answer to a write on `tp` while it is read-only (KIP-1279), or `None` when it is
+    /// writable: READ_ONLY_TOPIC, except for a partition the operator stopped whose state
+    /// this leader has not read back yet (it just took over or restarted). That one may be
+    /// STOPPED already, so the writer is asked to retry (NOT_LEADER_OR_FOLLOWER, retriable)
+    /// rather than to give up.
+    pub(in crate::broker) fn read_only_error(&self, tp: &TopicPartition) -> Option<ErrorCode> {
+        if !self.is_read_only(tp) {
+            return None;
+        }
+        Some(if self.mirror_stop_pending_read(tp) {
+            ErrorCode::NotLeaderOrFollower
+        } else {
+            ErrorCode::ReadOnlyTopic
+        })
+    }
+
     /// True when the operator asked for a stop of `tp` and this leader has not read the
     /// partition's persisted state yet (it does not know whether it is STOPPED).
     pub(in crate::broker) fn mirror_stop_pending_read(&self, tp: &TopicPartition) -> bool {
