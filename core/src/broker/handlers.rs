@@ -398,14 +398,10 @@ impl Broker {
         let Some(p) = self.partitions.get(tp).filter(|p| p.is_leader()) else {
             return Err(self.unknown_or_not_leader(tp));
         };
-        // KIP-1279: a mirror partition is read-only until STOPPED. A leader that has not
-        // read back the state of a partition the operator stopped answers a retriable error
-        // instead (`read_only_error`), so the producer retries with the same producer id and
-        // sequence once the read returns. READ_ONLY_TOPIC is not retriable: the idempotent
-        // producer takes a new producer id and resends the batches after the refused one,
-        // which the broker can no longer deduplicate where an earlier attempt was written
-        // (fresh mirror seed 711013777: after an unclean election on a failed-over topic, two
-        // batches the new leader already held were appended again).
+        // KIP-1279: a mirror partition is read-only until STOPPED (`read_only_error`: a
+        // retriable answer while a stopped partition's state is unread, so the producer
+        // retries with the same id and sequence; READ_ONLY_TOPIC made the idempotent producer
+        // take a new id and write again batches the leader held, fresh mirror seed 711013777).
         if let Some(error) = self.read_only_error(tp) {
             return Err(error);
         }

@@ -56,15 +56,10 @@ impl History {
     ) -> Result<(), Violation> {
         self.consumed += 1;
         let key = (cluster, client, tp.clone());
-        let losses = ghost
-            .partitions
-            .get(&(cluster, tp.clone()))
-            .map_or(0, |g| g.declared_losses);
-        let last = self
-            .last
-            .insert(key, (offset, losses))
-            .map(|(o, l)| (o, l == losses));
-        if last == Some((offset, true)) {
+        let g = ghost.partitions.get(&(cluster, tp.clone()));
+        let losses = g.map_or(0, |g| g.declared_losses);
+        let last = self.last.insert(key, (offset, losses));
+        if last == Some((offset, losses)) {
             return Err(Violation::new(
                 "consumer_order",
                 node,
@@ -88,7 +83,7 @@ impl History {
                 ),
             ));
         }
-        if let Some(g) = ghost.partitions.get(&(cluster, tp.clone()))
+        if let Some(g) = g
             && offset < g.true_hw
             && let Some(b) = g.committed_batch(offset)
             && let Some(committed) = b.value_at(offset)
