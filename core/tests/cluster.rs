@@ -6,6 +6,9 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use mirror_core::broker::coordinator_runtime::{
+    CONSUMER_OFFSETS_TOPIC, COORDINATOR_TOPIC_PARTITIONS, TRANSACTION_STATE_TOPIC,
+};
 use mirror_core::broker::{Broker, BrokerConfig};
 use mirror_core::controller::{Controller, ControllerConfig};
 use mirror_core::protocol::messages::CreatableTopic;
@@ -579,5 +582,128 @@ fn the_truncate_log_hook_cuts_one_replica_as_unified_log_truncate_to_does() {
     assert_eq!(
         test_hook_truncations(&net).last(),
         Some(&(NodeId::broker(C, follower), Offset(3), Offset(0)))
+    );
+}
+
+/// The `__transaction_state` partition holding `txn_id` and its log end on `coord`.
+fn txn_log_end(net: &MiniNet, coord: BrokerId, txn_id: &str) -> (TopicPartition, Offset) {
+    let p = mirror_core::coordinator::coordinator_partition(txn_id, COORDINATOR_TOPIC_PARTITIONS);
+    let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, p);
+    let end = net
+        .broker(NodeId::broker(C, coord))
+        .partition(&tp)
+        .expect("the coordinator leads its partition")
+        .log
+        .log_end_offset();
+    (tp, end)
+}
+
+#[test]
+fn the_transaction_log_refuses_a_write_while_its_isr_is_below_its_min_isr() {
+    // Goal: the transaction coordinator appends with acks -1
+    // (`TransactionLog.EnforcedRequiredAcks`) to a log whose min.insync.replicas is 2
+    // (`transaction.state.log.min.isr`). With the ISR down to the leader alone, Kafka's
+    // `Partition.appendRecordsToLeader` refuses the write before appending
+    // (NOT_ENOUGH_REPLICAS) and the client gets COORDINATOR_NOT_AVAILABLE, which it retries:
+    // nothing reaches the log, and the retry succeeds once the ISR is back.
+    let mut net = cluster(3);
+    let coord = find_txn_coordinator(&mut net, "tx-i");
+    let (pid, epoch) = init_txn(&mut net, coord, "tx-i");
+    let others: Vec<i32> = (0..3).filter(|b| BrokerId(*b) != coord).collect();
+    for b in &others {
+        net.crash(NodeId::broker(C, BrokerId(*b)));
+    }
+    net.run_for_ms(45_000); // past replica.lag.time.max.ms: the ISR shrinks to the leader
+    let (txn_tp, end) = txn_log_end(&net, coord, "tx-i");
+    assert_eq!(
+        net.broker(NodeId::broker(C, coord))
+            .partition(&txn_tp)
+            .unwrap()
+            .isr(),
+        vec![coord]
+    );
+    // A second InitProducerId bumps the epoch: a write to the transaction log.
+    let init = Request::InitProducerId {
+        transactional_id: Some("tx-i".into()),
+        transaction_timeout_ms: 10_000,
+        producer_id: ProducerId::NONE,
+        producer_epoch: ProducerEpoch::NONE,
+    };
+    let r = call(&mut net, coord, init);
+    assert!(
+        matches!(
+            r,
+            Response::InitProducerId {
+                error: ErrorCode::CoordinatorNotAvailable,
+                ..
+            }
+        ),
+        "{r:?}"
+    );
+    assert_eq!(txn_log_end(&net, coord, "tx-i").1, end, "nothing appended");
+    for b in &others {
+        restart(&mut net, *b, 2);
+    }
+    net.run_for_ms(20_000);
+    let (pid2, epoch2) = init_txn(&mut net, coord, "tx-i");
+    assert_eq!(pid2, pid);
+    assert!(
+        epoch2 > epoch,
+        "the retry bumped the epoch, with the ISR back"
+    );
+}
+
+#[test]
+fn transaction_markers_are_refused_below_the_partitions_min_isr() {
+    // Goal: WriteTxnMarkers appends with acks -1 (`KafkaApis.handleWriteTxnMarkersRequest`),
+    // so a partition whose ISR is below its min.insync.replicas refuses the marker with
+    // NOT_ENOUGH_REPLICAS before appending; the coordinator retries it.
+    let mut net = cluster(3);
+    create_topic(&mut net, "orders", 1, 3, &[("min.insync.replicas", "2")]);
+    let tp = TopicPartition::new("orders", 0);
+    let leader = leader_of(&net, &tp);
+    for b in (0..3).filter(|b| BrokerId(*b) != leader) {
+        net.crash(NodeId::broker(C, BrokerId(b)));
+    }
+    net.run_for_ms(45_000);
+    let end = log_of(&net, leader.0, &tp).0;
+    let r = call(
+        &mut net,
+        leader,
+        Request::WriteTxnMarkers {
+            markers: vec![mirror_core::protocol::messages::TxnMarker {
+                producer_id: ProducerId(7),
+                producer_epoch: ProducerEpoch(0),
+                commit: true,
+                coordinator_epoch: 0,
+                partitions: vec![tp.clone()],
+            }],
+        },
+    );
+    assert!(
+        matches!(r, Response::PartitionErrors { ref results }
+            if results == &[(tp.clone(), ErrorCode::NotEnoughReplicas)]),
+        "{r:?}"
+    );
+    assert_eq!(log_of(&net, leader.0, &tp).0, end, "no marker appended");
+}
+
+#[test]
+fn only_the_transaction_log_sets_its_own_min_isr() {
+    // Goal: Kafka creates `__transaction_state` with min.insync.replicas 2
+    // (`transactionTopicConfigs`) and `__consumer_offsets` with none
+    // (`groupMetadataTopicConfigs`): the offsets topic takes the cluster default, so a
+    // consumer group's commits are not held back by an ISR of one under KIP-966.
+    let mut net = cluster(3);
+    find_txn_coordinator(&mut net, "tx-c");
+    let image = net.controller(NodeId::controller(C)).image();
+    assert_eq!(
+        image.topic_config(TRANSACTION_STATE_TOPIC, "min.insync.replicas"),
+        Some("2")
+    );
+    assert!(image.topic_id(CONSUMER_OFFSETS_TOPIC).is_some());
+    assert_eq!(
+        image.topic_config(CONSUMER_OFFSETS_TOPIC, "min.insync.replicas"),
+        None
     );
 }

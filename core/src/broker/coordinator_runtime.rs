@@ -15,6 +15,7 @@ use crate::coordinator::{
 use crate::log::producer_state::AppendOrigin;
 use crate::protocol::messages::{CoordinatorKind, CreatableTopic, TxnMarker};
 use crate::protocol::{CorrelationId, ErrorCode, NodeId, Request, Response};
+use crate::replication::high_watermark::effective_min_isr;
 use crate::types::{BrokerId, LeaderEpoch, Offset, ProducerEpoch, ProducerId, TopicPartition};
 
 /// Internal topic of the transaction coordinator.
@@ -255,8 +256,21 @@ impl Broker {
             .filter(|b| !b.fenced)
             .count()
             .max(1);
+        // Kafka's defaults (replication factor 3, `transaction.state.log.min.isr` 2) leave a
+        // cluster of fewer than 3 brokers without a transaction log at all; the model sizes
+        // both to the cluster instead, as a small cluster's operator configures them.
         let rf = live.min(3) as i16;
         let min_isr = if rf >= 3 { "2" } else { "1" };
+        // Kafka sets `min.insync.replicas` on the transaction log only
+        // (`transactionTopicConfigs`). `__consumer_offsets` takes the cluster default
+        // (`groupMetadataTopicConfigs` sets none), and its writer appends with acks 1 anyway.
+        let configs = |t: &str| {
+            if t == TRANSACTION_STATE_TOPIC {
+                [("min.insync.replicas".to_string(), min_isr.to_string())].into()
+            } else {
+                BTreeMap::new()
+            }
+        };
         let topics = [TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC]
             .iter()
             .filter(|t| self.image.topic_id(t).is_none())
@@ -264,7 +278,7 @@ impl Broker {
                 name: (*t).to_string(),
                 num_partitions: COORDINATOR_TOPIC_PARTITIONS,
                 replication_factor: rf,
-                configs: [("min.insync.replicas".to_string(), min_isr.to_string())].into(),
+                configs: configs(t),
                 topic_id: None,
             })
             .collect();
@@ -396,7 +410,11 @@ impl Broker {
             .partitions
             .get(&tp)
             .map_or(LeaderEpoch::UNDEFINED, |p| p.leader_epoch);
-        match self.append_leader(&tp, &batch, AppendOrigin::Coordinator) {
+        // `TransactionStateManager.appendTransactionToLog` appends with acks -1.
+        let appended = self
+            .acks_all_precheck(&tp)
+            .and_then(|()| self.append_leader(&tp, &batch, AppendOrigin::Coordinator));
+        match appended {
             Ok(info) => {
                 let key = (tp.clone(), info.last_offset.plus(1), self.coord.next_write);
                 self.coord.next_write += 1;
@@ -411,11 +429,24 @@ impl Broker {
                 );
                 self.complete_coordinator_writes(&tp);
             }
-            Err(e) => self.on_txn_write_done(
-                partition,
-                &append.transactional_id,
-                coordinator_append_error(e),
-            ),
+            Err(e) => {
+                // Refused before the append (NOT_ENOUGH_REPLICAS, not the leader). A retry of
+                // the append this asks for (the completion record's, on
+                // COORDINATOR_NOT_AVAILABLE) waits for the retry tick, as Kafka's marker
+                // channel re-appends on a later pass of its send thread
+                // (`txnLogAppendRetryQueue`), not inside the failed append's callback.
+                let now_ms = self.now.as_millis();
+                let tid = append.transactional_id;
+                let Some(c) = self.coord.txn.get_mut(&partition) else {
+                    return;
+                };
+                let actions = c.on_write_complete(now_ms, &tid, coordinator_append_error(e));
+                let (later, now): (Vec<_>, Vec<_>) = actions
+                    .into_iter()
+                    .partition(|a| matches!(a, TxnAction::Append(_)));
+                self.run_txn_actions(partition, &tid, now);
+                self.defer_txn_actions(partition, later);
+            }
         }
     }
 
@@ -504,14 +535,20 @@ impl Broker {
             .into_iter()
             .partition(|a| !matches!(a, TxnAction::SendMarkers { .. }));
         self.run_txn_actions(partition, transactional_id, now);
-        if !later.is_empty() {
-            // Retries back off (Kafka's marker channel retries with `retry.backoff.ms`).
-            for a in later {
-                self.coord.deferred.push((partition, a));
-            }
-            let at = self.now.plus_millis(100);
-            self.timers.set_if_earlier(TimerId::CoordinatorRetry, at);
+        self.defer_txn_actions(partition, later);
+    }
+
+    /// Runs `actions` at the next coordinator retry tick. Retries back off (Kafka's marker
+    /// channel retries with `retry.backoff.ms`).
+    fn defer_txn_actions(&mut self, partition: i32, actions: Vec<TxnAction>) {
+        if actions.is_empty() {
+            return;
         }
+        for a in actions {
+            self.coord.deferred.push((partition, a));
+        }
+        let at = self.now.plus_millis(100);
+        self.timers.set_if_earlier(TimerId::CoordinatorRetry, at);
     }
 
     pub(super) fn on_coordinator_retry(&mut self) {
@@ -572,7 +609,11 @@ impl Broker {
             .partitions
             .get(&tp)
             .map_or(LeaderEpoch::UNDEFINED, |p| p.leader_epoch);
-        match self.append_leader(&tp, &batch, AppendOrigin::Coordinator) {
+        // `TransactionStateManager.appendTransactionToLog` appends with acks -1.
+        let appended = self
+            .acks_all_precheck(&tp)
+            .and_then(|()| self.append_leader(&tp, &batch, AppendOrigin::Coordinator));
+        match appended {
             Ok(info) => {
                 let key = (tp.clone(), info.last_offset.plus(1), self.coord.next_write);
                 self.coord.next_write += 1;
@@ -610,6 +651,15 @@ impl Broker {
             Some(p) => (p.log.high_watermark(), p.leader_epoch, p.is_leader()),
             None => (Offset(-1), LeaderEpoch::UNDEFINED, false),
         };
+        // A transaction-log write is an acks=-1 produce: once the HW passes it, Kafka's
+        // `checkEnoughReplicasReachOffset` still answers NOT_ENOUGH_REPLICAS_AFTER_APPEND if
+        // the maximal ISR shrank below the effective min ISR (COORDINATOR_NOT_AVAILABLE to
+        // the client). Group writes go through `CoordinatorPartitionWriter` with acks 1.
+        let isr_short = self.partitions.get(tp).is_some_and(|p| {
+            p.leader_state().is_some_and(|l| {
+                effective_min_isr(self.min_isr(tp), p.replicas.len()) > l.isr.maximal_isr_len()
+            })
+        });
         let keys: Vec<_> = self
             .coord
             .writes
@@ -644,6 +694,8 @@ impl Broker {
                 ErrorCode::NotCoordinator
             } else if hw < key.1 {
                 ErrorCode::CoordinatorNotAvailable
+            } else if isr_short && matches!(w, CoordWrite::Txn { .. }) {
+                ErrorCode::NotEnoughReplicasAfterAppend
             } else {
                 ErrorCode::None
             };

@@ -395,9 +395,9 @@ impl Broker {
         if !matches!(acks, -1..=1) {
             return Err(ErrorCode::InvalidRequiredAcks);
         }
-        let Some(p) = self.partitions.get(tp).filter(|p| p.is_leader()) else {
+        if !self.partitions.get(tp).is_some_and(|p| p.is_leader()) {
             return Err(self.unknown_or_not_leader(tp));
-        };
+        }
         // KIP-1279: a mirror partition is read-only until STOPPED (`read_only_error`: a
         // retriable answer while a stopped partition's state is unread, so the producer
         // retries with the same id and sequence; READ_ONLY_TOPIC made the idempotent producer
@@ -406,10 +406,28 @@ impl Broker {
             return Err(error);
         }
         if acks == -1 {
-            let isr_len = p.leader_state().map_or(0, |l| l.isr.isr.len());
-            produce_acks_all_precheck(isr_len, self.min_isr(tp), p.replicas.len())?;
+            self.acks_all_precheck(tp)?;
         }
         self.append_leader(tp, batch, AppendOrigin::Client)
+    }
+
+    /// Kafka's check before an append with `requiredAcks = -1` (`Partition
+    /// .appendRecordsToLeader`): NOT_ENOUGH_REPLICAS, nothing appended, while the ISR is
+    /// below the effective min ISR. No origin is exempt: it applies to client produces,
+    /// WriteTxnMarkers, the transaction coordinator's `__transaction_state` writes
+    /// (`TransactionLog.EnforcedRequiredAcks`) and the mirror's STOPPING markers (acks -1 in
+    /// the prototype), but not to `CoordinatorRuntime` writers (group and mirror state:
+    /// `CoordinatorPartitionWriter` appends with acks 1). A partition not led here passes:
+    /// the append reports it.
+    pub(super) fn acks_all_precheck(&self, tp: &TopicPartition) -> Result<(), ErrorCode> {
+        let Some((p, l)) = self
+            .partitions
+            .get(tp)
+            .and_then(|p| Some((p, p.leader_state()?)))
+        else {
+            return Ok(());
+        };
+        produce_acks_all_precheck(l.isr.isr.len(), self.min_isr(tp), p.replicas.len())
     }
 
     pub(super) fn park_or_complete_produce(&mut self, mut op: DelayedProduce) {
@@ -1136,7 +1154,10 @@ impl Broker {
                     });
                     continue;
                 }
-                match self.append_leader(&tp, &batch, AppendOrigin::Coordinator) {
+                let appended = self
+                    .acks_all_precheck(&tp)
+                    .and_then(|()| self.append_leader(&tp, &batch, AppendOrigin::Coordinator));
+                match appended {
                     Ok(info) => waits.push(ProduceWait {
                         tp,
                         required_offset: info.last_offset.plus(1),

@@ -188,7 +188,11 @@ impl Broker {
                         set_wait(self, StopWait::Replicated(end.unwrap_or_default().plus(1)));
                         let batch = BatchBuilder::new()
                             .build_mirror_pid_reset(&source, self.now.as_millis());
-                        match self.append_leader(tp, &batch, AppendOrigin::Coordinator) {
+                        // acks -1 in the prototype: Kafka's min-ISR check applies.
+                        let appended = self.acks_all_precheck(tp).and_then(|()| {
+                            self.append_leader(tp, &batch, AppendOrigin::Coordinator)
+                        });
+                        match appended {
                             Ok(info) => info.last_offset.plus(1),
                             Err(_) => {
                                 set_wait(self, StopWait::Start);
@@ -303,8 +307,10 @@ impl Broker {
                     ControlRecord::abort(coordinator_epoch),
                     self.now.as_millis(),
                 );
+            // acks -1 in the prototype (`abortOngoingTransactions`): the min-ISR check applies.
             ok &= self
-                .append_leader(tp, &batch, AppendOrigin::Coordinator)
+                .acks_all_precheck(tp)
+                .and_then(|()| self.append_leader(tp, &batch, AppendOrigin::Coordinator))
                 .is_ok();
         }
         ok
