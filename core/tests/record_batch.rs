@@ -636,7 +636,24 @@ fn kafka_protocol_control_batches_rebuild_byte_identical() {
         assert_eq!(ours.control_record(), Some(marker));
         let rebuilt = p.builder().build_control(marker, 777);
         assert_eq!(rebuilt.bytes(), &bytes, "{marker:?}");
+        assert_built_is_decoded(&rebuilt);
     }
+    for cluster in ["", "src", "a-much-longer-source-cluster-id"] {
+        let reset = Params::plain(9, 1)
+            .builder()
+            .build_mirror_pid_reset(cluster, 5);
+        assert_built_is_decoded(&reset);
+        assert_eq!(reset.mirror_pid_reset_source().as_deref(), Some(cluster));
+    }
+}
+
+/// The builder puts its batch together from what it wrote instead of parsing it back: that
+/// batch must be exactly what a decode of its bytes gives (header, control record, validity).
+fn assert_built_is_decoded(built: &RecordBatch) {
+    let decoded = RecordBatch::decode(built.bytes().clone()).expect("a built batch decodes");
+    assert_eq!(built.header(), decoded.header());
+    assert_eq!(built.control_record(), decoded.control_record());
+    assert!(built.is_valid());
 }
 
 #[test]
@@ -1159,6 +1176,7 @@ proptest! {
         let batch = p.builder().build(&records);
         assert_ours_agrees(&batch, p, &records);
         assert_kafka_protocol_agrees(&batch, &records);
+        assert_built_is_decoded(&batch);
 
         let kp_bytes = kp_encode(&kp_records(p, false, &records));
         let from_kp = RecordBatch::decode(kp_bytes.clone());

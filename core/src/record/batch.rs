@@ -555,7 +555,7 @@ impl BatchBuilder {
             })
             .collect();
         let max_ts = records.iter().map(|r| r.timestamp).max().unwrap_or(base_ts);
-        self.encode(&recs, base_ts, max_ts, false)
+        self.encode(&recs, base_ts, max_ts, None)
     }
 
     /// Builds a control batch holding one control record (Kafka:
@@ -573,7 +573,7 @@ impl BatchBuilder {
         let transactional = matches!(record, ControlRecord::EndTxn { .. }) || self.is_transactional;
         let mut b = self.clone();
         b.is_transactional = transactional;
-        b.encode(&[rec], timestamp, timestamp, true)
+        b.encode(&[rec], timestamp, timestamp, Some(record))
     }
 
     /// Builds the `MIRROR_PID_RESET` control batch a stop appends, naming the source cluster
@@ -596,10 +596,20 @@ impl BatchBuilder {
             value: Some(value.freeze()),
             headers: Vec::new(),
         };
-        self.encode(&[rec], timestamp, timestamp, true)
+        self.encode(&[rec], timestamp, timestamp, Some(record))
     }
 
-    fn encode(&self, recs: &[Record], base_ts: i64, max_ts: i64, control: bool) -> RecordBatch {
+    /// Encodes `recs` (`control`: the one record of a control batch, decoded). The batch is
+    /// put together from what was written, not parsed back: the builder's output is what
+    /// [`RecordBatch::decode`] makes of its bytes (`record_batch.rs` holds the two equal
+    /// over every kind of batch and random records), and a producer builds one per send.
+    fn encode(
+        &self,
+        recs: &[Record],
+        base_ts: i64,
+        max_ts: i64,
+        control: Option<ControlRecord>,
+    ) -> RecordBatch {
         let mut buf = BytesMut::with_capacity(RECORD_BATCH_OVERHEAD + 32 * recs.len());
         buf.put_i64(self.base_offset.0);
         buf.put_i32(0); // length, patched below
@@ -613,7 +623,7 @@ impl BatchBuilder {
         if self.is_transactional {
             attributes |= codec::TRANSACTIONAL_FLAG_MASK;
         }
-        if control {
+        if control.is_some() {
             attributes |= codec::CONTROL_FLAG_MASK;
         }
         buf.put_i16(attributes);
@@ -631,7 +641,12 @@ impl BatchBuilder {
         buf[codec::BATCH_LENGTH..codec::BATCH_LENGTH + 4].copy_from_slice(&len.to_be_bytes());
         let crc = codec::compute_crc(&buf);
         buf[codec::CRC..codec::CRC + 4].copy_from_slice(&crc.to_be_bytes());
-        RecordBatch::decode(buf.freeze()).expect("built_batch_valid")
+        let bytes = buf.freeze();
+        RecordBatch {
+            header: parse_header(&bytes),
+            bytes,
+            control,
+        }
     }
 }
 

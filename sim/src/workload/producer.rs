@@ -186,6 +186,26 @@ struct Batch {
     maybe_written: bool,
 }
 
+impl Batch {
+    /// A batch closed at `created`, never sent.
+    fn new(id: u64, values: Vec<Bytes>, created: Instant) -> Self {
+        Self {
+            id,
+            values,
+            created,
+            timestamp_ms: created.as_millis(),
+            stamp: None,
+            sent: false,
+            last_error: ErrorCode::None,
+            retry_at: Instant::ZERO,
+            in_flight: false,
+            attempt: 0,
+            stashed: None,
+            maybe_written: false,
+        }
+    }
+}
+
 /// One partition's unacknowledged batches, in sequence order.
 #[derive(Clone, Debug, Default)]
 struct PartState {
@@ -256,10 +276,12 @@ impl PartState {
         self.queue.iter().any(|b| b.stamp.is_some())
     }
 
-    /// Nothing for a per-step pass to do here: no batch and no pending drain. A pass that
-    /// visits an idle partition changes nothing and plans no timer.
+    /// Nothing for a per-step pass to do here: no batch waiting to be sent (every batch is
+    /// in flight, or there is none) and no pending drain. A pass that visits an idle
+    /// partition changes nothing and plans no timer: sending, expiry and the timer plan all
+    /// look only at batches not in flight (an in-flight batch is judged by its answer).
     fn is_idle(&self) -> bool {
-        self.queue.is_empty() && !self.draining
+        self.in_flight_count == self.queue.len() && !self.draining
     }
 
     /// Counts sequences for `pair` from 0.
@@ -280,8 +302,9 @@ struct Parts {
     /// `states[k]` belongs to `ids[k]`.
     states: Vec<PartState>,
     /// Indices of partitions that may not be idle ([`PartState::is_idle`]): a superset of
-    /// the busy ones. A partition stops being idle only by a queued batch or a drain, and
-    /// both mark it ([`Parts::mark_busy`]); the passes drop the idle ones they meet. So a
+    /// the busy ones. A partition stops being idle only by a queued batch, a drain or an
+    /// attempt that ended (its batch is no longer in flight), and all three mark it
+    /// ([`Parts::mark_busy`]); the passes drop the idle ones they meet. So a
     /// pass that walks this set in index order does what a walk of every partition did
     /// (visiting an idle partition does nothing), at the cost of the busy ones only: a
     /// producer of many partitions has work on a few at a time. A bit set (bit `k % 64` of
@@ -300,7 +323,8 @@ impl Parts {
         Self { ids, states, busy }
     }
 
-    /// Marks partition `p` as possibly busy: before a batch is queued on it or a drain set.
+    /// Marks partition `p` as possibly busy: before a batch is queued on it, a drain set or
+    /// an attempt resolved.
     fn mark_busy(&mut self, p: i32) {
         if let Ok(k) = self.ids.binary_search(&p) {
             self.busy[k / 64] |= 1 << (k % 64);
@@ -753,20 +777,7 @@ impl Producer {
         }
         let id = self.next_batch_id;
         self.next_batch_id += 1;
-        let batch = Batch {
-            id,
-            values,
-            created,
-            timestamp_ms: created.as_millis(),
-            stamp: None,
-            sent: false,
-            last_error: ErrorCode::None,
-            retry_at: Instant::ZERO,
-            in_flight: false,
-            attempt: 0,
-            stashed: None,
-            maybe_written: false,
-        };
+        let batch = Batch::new(id, values, created);
         self.queued_records += batch.values.len();
         self.parts.mark_busy(p);
         self.parts
@@ -1348,6 +1359,7 @@ impl Producer {
 
     /// An attempt of the batch at `pos` of `p` ended with `resp` (`None`: no answer).
     fn resolve(&mut self, now: Instant, p: i32, pos: usize, resp: Option<Response>) {
+        self.parts.mark_busy(p); // its batch leaves flight: it may wait to be sent again
         let Some(state) = self.parts.get_mut(&p) else {
             return;
         };
@@ -1617,6 +1629,29 @@ mod parts_tests {
         parts.get_mut(&1).expect("partition").draining = false;
         assert_eq!(walk(&mut parts), [3]);
     }
+
+    #[test]
+    fn a_partition_whose_batches_are_all_in_flight_is_idle() {
+        // Goal: the passes look only at batches not in flight, so a queue that is all in
+        // flight needs no visit (at scale most queues are), and one unsent batch makes it
+        // busy again.
+        let mut state = PartState::default();
+        for id in 0..3 {
+            state
+                .queue
+                .push_back(Batch::new(id, Vec::new(), Instant::ZERO));
+        }
+        assert!(!state.is_idle(), "three batches to send");
+        for pos in 0..3 {
+            state.set_in_flight(pos, true);
+        }
+        assert!(state.is_idle(), "all in flight: answers will judge them");
+        state.set_in_flight(1, false);
+        assert!(!state.is_idle(), "one back from flight");
+        state.set_in_flight(1, true);
+        state.draining = true;
+        assert!(!state.is_idle(), "a pending drain");
+    }
 }
 
 /// The producer driven by hand: a broker answers as each test says.
@@ -1783,6 +1818,27 @@ mod bump_tests {
                 .map(|s| (s.batch.producer_id().0, s.batch.base_sequence().0))
                 .collect()
         }
+    }
+
+    #[test]
+    fn a_batch_refused_while_every_batch_was_in_flight_is_sent_again() {
+        // Goal: a partition whose batches are all in flight is left out of the per-step
+        // passes (`PartState::is_idle`); the answer that takes a batch out of flight must
+        // bring the partition back, or the retry is never sent.
+        let mut d = Drive::new(vec![2], 30);
+        d.run_ms(50);
+        let sent: Vec<i32> = d.stamps(2).iter().map(|s| s.1).collect();
+        assert!(!sent.is_empty(), "batches in flight");
+        for seq in &sent {
+            d.answer_produce(2, *seq, ErrorCode::NotLeaderOrFollower);
+        }
+        assert!(d.produces.is_empty(), "nothing resent before the backoff");
+        d.run_ms(1_000);
+        assert_eq!(
+            d.stamps(2).iter().map(|s| s.1).collect::<Vec<_>>(),
+            sent,
+            "every refused batch sent again with its sequence"
+        );
     }
 
     #[test]
