@@ -707,3 +707,66 @@ fn only_the_transaction_log_sets_its_own_min_isr() {
         None
     );
 }
+
+#[test]
+fn a_refused_completion_record_is_retried_later_without_appending() {
+    // Goal: once a transaction's markers are written, the coordinator appends its
+    // completion record (acks -1). With the transaction log's ISR below its min ISR that
+    // append is refused before appending, and Kafka's marker channel retries it from
+    // `txnLogAppendRetryQueue` on a later pass: the model retries on its coordinator retry
+    // tick (an immediate retry would loop inside the refusal), appends nothing meanwhile,
+    // and completes the transaction once the ISR is back.
+    let mut net = cluster(3);
+    create_topic(&mut net, "payments", 1, 3, &[]);
+    let tp = TopicPartition::new("payments", 0);
+    let coord = find_txn_coordinator(&mut net, "tx-r");
+    let (pid, epoch) = init_txn(&mut net, coord, "tx-r");
+    txn_produce(&mut net, coord, "tx-r", pid, epoch, &tp, 0, 1);
+    let others: Vec<i32> = (0..3).filter(|b| BrokerId(*b) != coord).collect();
+    // The commit's PrepareCommit record commits with all three brokers up; they crash
+    // before the markers' writes and the completion record can reach them.
+    let id = net.request(
+        client(),
+        NodeId::broker(C, coord),
+        Request::EndTxn {
+            transactional_id: "tx-r".into(),
+            producer_id: pid,
+            producer_epoch: epoch,
+            commit: true,
+        },
+    );
+    net.run_for_ms(5);
+    for b in &others {
+        net.crash(NodeId::broker(C, BrokerId(*b)));
+    }
+    net.run_for_ms(60_000); // past replica.lag.time.max.ms: both ISRs shrink to the leader
+    let _ = net.take_response(client(), id);
+    let (txn_tp, end) = txn_log_end(&net, coord, "tx-r");
+    let isr = |net: &MiniNet| {
+        net.broker(NodeId::broker(C, coord))
+            .partition(&txn_tp)
+            .unwrap()
+            .isr()
+    };
+    assert_eq!(isr(&net), vec![coord]);
+    net.run_for_ms(10_000);
+    assert_eq!(
+        txn_log_end(&net, coord, "tx-r").1,
+        end,
+        "refused retries append nothing"
+    );
+    for b in &others {
+        restart(&mut net, *b, 2);
+    }
+    net.run_for_ms(20_000);
+    assert!(
+        txn_log_end(&net, coord, "tx-r").1 > end,
+        "the completion record"
+    );
+    let (pid2, epoch2) = init_txn(&mut net, coord, "tx-r");
+    assert_eq!(pid2, pid);
+    assert!(
+        epoch2 > epoch,
+        "the transaction completed: a new epoch is handed out"
+    );
+}
