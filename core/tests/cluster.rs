@@ -770,3 +770,42 @@ fn a_refused_completion_record_is_retried_later_without_appending() {
         "the transaction completed: a new epoch is handed out"
     );
 }
+
+#[test]
+fn a_transaction_log_write_waits_for_the_hw_as_long_as_the_transaction_timeout() {
+    // Goal: `appendTransactionToLog` gives its acks -1 write the transaction's own timeout
+    // (`newMetadata.txnTimeoutMs`), not `request.timeout.ms`: with both followers silent but
+    // still in the ISR (within replica.lag.time.max.ms) the HW stands still, and the client
+    // is answered COORDINATOR_NOT_AVAILABLE once the 10 s transaction timeout has passed.
+    let mut net = cluster(3);
+    let coord = find_txn_coordinator(&mut net, "tx-w");
+    init_txn(&mut net, coord, "tx-w");
+    for b in (0..3).filter(|b| BrokerId(*b) != coord) {
+        net.crash(NodeId::broker(C, BrokerId(b)));
+    }
+    let init = Request::InitProducerId {
+        transactional_id: Some("tx-w".into()),
+        transaction_timeout_ms: 10_000,
+        producer_id: ProducerId::NONE,
+        producer_epoch: ProducerEpoch::NONE,
+    };
+    let id = net.request(client(), NodeId::broker(C, coord), init);
+    net.run_for_ms(9_000);
+    assert_eq!(
+        net.take_response(client(), id),
+        None,
+        "still waiting for the HW"
+    );
+    net.run_for_ms(3_000);
+    let r = net.take_response(client(), id);
+    assert!(
+        matches!(
+            r,
+            Some(Response::InitProducerId {
+                error: ErrorCode::CoordinatorNotAvailable,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+}

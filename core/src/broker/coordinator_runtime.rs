@@ -423,7 +423,8 @@ impl Broker {
                     CoordWrite::Txn {
                         partition,
                         epoch,
-                        expires_ms: self.now.as_millis() + self.config.request_timeout_ms,
+                        expires_ms: self.now.as_millis()
+                            + append.timeout_ms.unwrap_or(self.config.request_timeout_ms),
                         transactional_id: append.transactional_id,
                     },
                 );
@@ -683,9 +684,10 @@ impl Broker {
                 continue;
             }
             let w = self.coord.writes.remove(&key).expect("listed");
-            // Kafka: the coordinator's append waits at most `request.timeout.ms` for the HW;
-            // REQUEST_TIMED_OUT maps to COORDINATOR_NOT_AVAILABLE
-            // (`TransactionStateManager.appendTransactionToLog`, `GroupMetadataManager`), the
+            // Kafka: the coordinator's append waits a bounded time for the HW (a transaction
+            // log write its transaction's timeout, `appendTransactionToLog`'s
+            // `newMetadata.txnTimeoutMs`; the model gives group writes `request.timeout.ms`);
+            // REQUEST_TIMED_OUT maps to COORDINATOR_NOT_AVAILABLE, the
             // pending state is reset and the client retries. Waiting for ever left EndTxn
             // answered CONCURRENT_TRANSACTIONS for good while a silent follower, still
             // counted as caught up, held the HW back with no further write to recompute it

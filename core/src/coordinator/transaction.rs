@@ -335,6 +335,10 @@ pub struct TxnAppend {
     pub transactional_id: String,
     /// The records (one, for transactions).
     pub records: Vec<CoordinatorRecord>,
+    /// How long the write may wait for the HW: the transaction's own timeout
+    /// (`appendTransactionToLog` passes `newMetadata.txnTimeoutMs`); `None` for a tombstone,
+    /// which Kafka writes with `request.timeout.ms`.
+    pub timeout_ms: Option<i64>,
 }
 
 /// What a client request handler decided.
@@ -386,6 +390,7 @@ fn txn_record(transactional_id: &str, value: Option<&TxnLogValue>) -> TxnAppend 
             key: key.encode(),
             value: value.map(TxnLogValue::encode),
         }],
+        timeout_ms: value.map(|v| i64::from(v.timeout_ms)),
     }
 }
 
