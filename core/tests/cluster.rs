@@ -313,18 +313,19 @@ fn find_txn_coordinator(net: &mut MiniNet, txn_id: &str) -> BrokerId {
     panic!("no transaction coordinator");
 }
 
+/// InitProducerId for `txn_id` (transaction timeout 10 s) from a new producer instance.
+fn init_request(txn_id: &str) -> Request {
+    Request::InitProducerId {
+        transactional_id: Some(txn_id.into()),
+        transaction_timeout_ms: 10_000,
+        producer_id: ProducerId::NONE,
+        producer_epoch: ProducerEpoch::NONE,
+    }
+}
+
 fn init_txn(net: &mut MiniNet, coord: BrokerId, txn_id: &str) -> (ProducerId, ProducerEpoch) {
     for _ in 0..20 {
-        let r = call(
-            net,
-            coord,
-            Request::InitProducerId {
-                transactional_id: Some(txn_id.into()),
-                transaction_timeout_ms: 10_000,
-                producer_id: ProducerId::NONE,
-                producer_epoch: ProducerEpoch::NONE,
-            },
-        );
+        let r = call(net, coord, init_request(txn_id));
         match r {
             Response::InitProducerId {
                 error: ErrorCode::None,
@@ -598,6 +599,34 @@ fn txn_log_end(net: &MiniNet, coord: BrokerId, txn_id: &str) -> (TopicPartition,
     (tp, end)
 }
 
+/// Crashes every broker of the 3 but `keep`; returns the crashed ones.
+fn crash_all_but(net: &mut MiniNet, keep: BrokerId) -> Vec<i32> {
+    let others: Vec<i32> = (0..3).filter(|b| BrokerId(*b) != keep).collect();
+    for b in &others {
+        net.crash(NodeId::broker(C, BrokerId(*b)));
+    }
+    others
+}
+
+/// Restarts `crashed` and, once the ISR is back, expects InitProducerId for `txn_id` to
+/// succeed with an epoch above `before`'s: the coordinator's writes commit again and no
+/// transaction of the id is left pending.
+fn restart_and_expect_a_bump(
+    net: &mut MiniNet,
+    crashed: &[i32],
+    coord: BrokerId,
+    txn_id: &str,
+    before: (ProducerId, ProducerEpoch),
+) {
+    for b in crashed {
+        restart(net, *b, 2);
+    }
+    net.run_for_ms(20_000);
+    let (pid, epoch) = init_txn(net, coord, txn_id);
+    assert_eq!(pid, before.0);
+    assert!(epoch > before.1, "the epoch was bumped, with the ISR back");
+}
+
 #[test]
 fn the_transaction_log_refuses_a_write_while_its_isr_is_below_its_min_isr() {
     // Goal: the transaction coordinator appends with acks -1
@@ -609,10 +638,7 @@ fn the_transaction_log_refuses_a_write_while_its_isr_is_below_its_min_isr() {
     let mut net = cluster(3);
     let coord = find_txn_coordinator(&mut net, "tx-i");
     let (pid, epoch) = init_txn(&mut net, coord, "tx-i");
-    let others: Vec<i32> = (0..3).filter(|b| BrokerId(*b) != coord).collect();
-    for b in &others {
-        net.crash(NodeId::broker(C, BrokerId(*b)));
-    }
+    let others = crash_all_but(&mut net, coord);
     net.run_for_ms(45_000); // past replica.lag.time.max.ms: the ISR shrinks to the leader
     let (txn_tp, end) = txn_log_end(&net, coord, "tx-i");
     assert_eq!(
@@ -623,12 +649,7 @@ fn the_transaction_log_refuses_a_write_while_its_isr_is_below_its_min_isr() {
         vec![coord]
     );
     // A second InitProducerId bumps the epoch: a write to the transaction log.
-    let init = Request::InitProducerId {
-        transactional_id: Some("tx-i".into()),
-        transaction_timeout_ms: 10_000,
-        producer_id: ProducerId::NONE,
-        producer_epoch: ProducerEpoch::NONE,
-    };
+    let init = init_request("tx-i");
     let r = call(&mut net, coord, init);
     assert!(
         matches!(
@@ -641,16 +662,7 @@ fn the_transaction_log_refuses_a_write_while_its_isr_is_below_its_min_isr() {
         "{r:?}"
     );
     assert_eq!(txn_log_end(&net, coord, "tx-i").1, end, "nothing appended");
-    for b in &others {
-        restart(&mut net, *b, 2);
-    }
-    net.run_for_ms(20_000);
-    let (pid2, epoch2) = init_txn(&mut net, coord, "tx-i");
-    assert_eq!(pid2, pid);
-    assert!(
-        epoch2 > epoch,
-        "the retry bumped the epoch, with the ISR back"
-    );
+    restart_and_expect_a_bump(&mut net, &others, coord, "tx-i", (pid, epoch));
 }
 
 #[test]
@@ -662,9 +674,7 @@ fn transaction_markers_are_refused_below_the_partitions_min_isr() {
     create_topic(&mut net, "orders", 1, 3, &[("min.insync.replicas", "2")]);
     let tp = TopicPartition::new("orders", 0);
     let leader = leader_of(&net, &tp);
-    for b in (0..3).filter(|b| BrokerId(*b) != leader) {
-        net.crash(NodeId::broker(C, BrokerId(b)));
-    }
+    crash_all_but(&mut net, leader);
     net.run_for_ms(45_000);
     let end = log_of(&net, leader.0, &tp).0;
     let r = call(
@@ -722,9 +732,8 @@ fn a_refused_completion_record_is_retried_later_without_appending() {
     let coord = find_txn_coordinator(&mut net, "tx-r");
     let (pid, epoch) = init_txn(&mut net, coord, "tx-r");
     txn_produce(&mut net, coord, "tx-r", pid, epoch, &tp, 0, 1);
-    let others: Vec<i32> = (0..3).filter(|b| BrokerId(*b) != coord).collect();
-    // The commit's PrepareCommit record commits with all three brokers up; they crash
-    // before the markers' writes and the completion record can reach them.
+    // The commit's PrepareCommit record commits with all three brokers up; the other two
+    // crash before the markers' writes and the completion record can reach them.
     let id = net.request(
         client(),
         NodeId::broker(C, coord),
@@ -736,9 +745,7 @@ fn a_refused_completion_record_is_retried_later_without_appending() {
         },
     );
     net.run_for_ms(5);
-    for b in &others {
-        net.crash(NodeId::broker(C, BrokerId(*b)));
-    }
+    let others = crash_all_but(&mut net, coord);
     net.run_for_ms(60_000); // past replica.lag.time.max.ms: both ISRs shrink to the leader
     let _ = net.take_response(client(), id);
     let (txn_tp, end) = txn_log_end(&net, coord, "tx-r");
@@ -755,19 +762,10 @@ fn a_refused_completion_record_is_retried_later_without_appending() {
         end,
         "refused retries append nothing"
     );
-    for b in &others {
-        restart(&mut net, *b, 2);
-    }
-    net.run_for_ms(20_000);
+    restart_and_expect_a_bump(&mut net, &others, coord, "tx-r", (pid, epoch));
     assert!(
         txn_log_end(&net, coord, "tx-r").1 > end,
         "the completion record"
-    );
-    let (pid2, epoch2) = init_txn(&mut net, coord, "tx-r");
-    assert_eq!(pid2, pid);
-    assert!(
-        epoch2 > epoch,
-        "the transaction completed: a new epoch is handed out"
     );
 }
 
@@ -780,15 +778,8 @@ fn a_transaction_log_write_waits_for_the_hw_as_long_as_the_transaction_timeout()
     let mut net = cluster(3);
     let coord = find_txn_coordinator(&mut net, "tx-w");
     init_txn(&mut net, coord, "tx-w");
-    for b in (0..3).filter(|b| BrokerId(*b) != coord) {
-        net.crash(NodeId::broker(C, BrokerId(b)));
-    }
-    let init = Request::InitProducerId {
-        transactional_id: Some("tx-w".into()),
-        transaction_timeout_ms: 10_000,
-        producer_id: ProducerId::NONE,
-        producer_epoch: ProducerEpoch::NONE,
-    };
+    crash_all_but(&mut net, coord);
+    let init = init_request("tx-w");
     let id = net.request(client(), NodeId::broker(C, coord), init);
     net.run_for_ms(9_000);
     assert_eq!(

@@ -15,7 +15,6 @@ use crate::coordinator::{
 use crate::log::producer_state::AppendOrigin;
 use crate::protocol::messages::{CoordinatorKind, CreatableTopic, TxnMarker};
 use crate::protocol::{CorrelationId, ErrorCode, NodeId, Request, Response};
-use crate::replication::high_watermark::effective_min_isr;
 use crate::types::{BrokerId, LeaderEpoch, Offset, ProducerEpoch, ProducerId, TopicPartition};
 
 /// Internal topic of the transaction coordinator.
@@ -411,10 +410,7 @@ impl Broker {
             .get(&tp)
             .map_or(LeaderEpoch::UNDEFINED, |p| p.leader_epoch);
         // `TransactionStateManager.appendTransactionToLog` appends with acks -1.
-        let appended = self
-            .acks_all_precheck(&tp)
-            .and_then(|()| self.append_leader(&tp, &batch, AppendOrigin::Coordinator));
-        match appended {
+        match self.append_leader_acks_all(&tp, &batch, AppendOrigin::Coordinator) {
             Ok(info) => {
                 let key = (tp.clone(), info.last_offset.plus(1), self.coord.next_write);
                 self.coord.next_write += 1;
@@ -430,34 +426,38 @@ impl Broker {
                 );
                 self.complete_coordinator_writes(&tp);
             }
-            Err(e) => {
-                // Refused before the append (NOT_ENOUGH_REPLICAS, not the leader). A retry of
-                // the append this asks for (the completion record's, on
-                // COORDINATOR_NOT_AVAILABLE) waits for the retry tick, as Kafka's marker
-                // channel re-appends on a later pass of its send thread
-                // (`txnLogAppendRetryQueue`), not inside the failed append's callback.
-                let now_ms = self.now.as_millis();
-                let tid = append.transactional_id;
-                let Some(c) = self.coord.txn.get_mut(&partition) else {
-                    return;
-                };
-                let actions = c.on_write_complete(now_ms, &tid, coordinator_append_error(e));
-                let (later, now): (Vec<_>, Vec<_>) = actions
-                    .into_iter()
-                    .partition(|a| matches!(a, TxnAction::Append(_)));
-                self.run_txn_actions(partition, &tid, now);
-                self.defer_txn_actions(partition, later);
-            }
+            // Refused before the append (NOT_ENOUGH_REPLICAS, not the leader).
+            Err(e) => self.on_txn_write_done(
+                partition,
+                &append.transactional_id,
+                coordinator_append_error(e),
+                true,
+            ),
         }
     }
 
-    fn on_txn_write_done(&mut self, partition: i32, transactional_id: &str, error: ErrorCode) {
+    /// The outcome of a transaction-log write. `refused`: it was refused before appending,
+    /// inside the append call; a retry of the append it asks for (the completion record's,
+    /// on COORDINATOR_NOT_AVAILABLE) then waits for the retry tick, as Kafka's marker channel
+    /// re-appends on a later pass of its send thread (`txnLogAppendRetryQueue`), not inside
+    /// the failed append's callback (an immediate retry would be refused again, recursively).
+    fn on_txn_write_done(
+        &mut self,
+        partition: i32,
+        transactional_id: &str,
+        error: ErrorCode,
+        refused: bool,
+    ) {
         let now_ms = self.now.as_millis();
         let Some(c) = self.coord.txn.get_mut(&partition) else {
             return;
         };
         let actions = c.on_write_complete(now_ms, transactional_id, error);
-        self.run_txn_actions(partition, transactional_id, actions);
+        let (later, now): (Vec<_>, Vec<_>) = actions
+            .into_iter()
+            .partition(|a| refused && matches!(a, TxnAction::Append(_)));
+        self.run_txn_actions(partition, transactional_id, now);
+        self.defer_txn_actions(partition, later);
     }
 
     /// Carries out a coordinator's follow-up work for `transactional_id` (the id whose write
@@ -610,11 +610,8 @@ impl Broker {
             .partitions
             .get(&tp)
             .map_or(LeaderEpoch::UNDEFINED, |p| p.leader_epoch);
-        // `TransactionStateManager.appendTransactionToLog` appends with acks -1.
-        let appended = self
-            .acks_all_precheck(&tp)
-            .and_then(|()| self.append_leader(&tp, &batch, AppendOrigin::Coordinator));
-        match appended {
+        // `CoordinatorPartitionWriter` appends with acks 1: no min-ISR check.
+        match self.append_leader(&tp, &batch, AppendOrigin::Coordinator) {
             Ok(info) => {
                 let key = (tp.clone(), info.last_offset.plus(1), self.coord.next_write);
                 self.coord.next_write += 1;
@@ -652,15 +649,6 @@ impl Broker {
             Some(p) => (p.log.high_watermark(), p.leader_epoch, p.is_leader()),
             None => (Offset(-1), LeaderEpoch::UNDEFINED, false),
         };
-        // A transaction-log write is an acks=-1 produce: once the HW passes it, Kafka's
-        // `checkEnoughReplicasReachOffset` still answers NOT_ENOUGH_REPLICAS_AFTER_APPEND if
-        // the maximal ISR shrank below the effective min ISR (COORDINATOR_NOT_AVAILABLE to
-        // the client). Group writes go through `CoordinatorPartitionWriter` with acks 1.
-        let isr_short = self.partitions.get(tp).is_some_and(|p| {
-            p.leader_state().is_some_and(|l| {
-                effective_min_isr(self.min_isr(tp), p.replicas.len()) > l.isr.maximal_isr_len()
-            })
-        });
         let keys: Vec<_> = self
             .coord
             .writes
@@ -696,8 +684,12 @@ impl Broker {
                 ErrorCode::NotCoordinator
             } else if hw < key.1 {
                 ErrorCode::CoordinatorNotAvailable
-            } else if isr_short && matches!(w, CoordWrite::Txn { .. }) {
-                ErrorCode::NotEnoughReplicasAfterAppend
+            } else if let CoordWrite::Txn { .. } = w {
+                // An acks=-1 produce: past the HW it can still fail with
+                // NOT_ENOUGH_REPLICAS_AFTER_APPEND (COORDINATOR_NOT_AVAILABLE to the client).
+                // Group writes go through `CoordinatorPartitionWriter` with acks 1.
+                self.acks_all_reached(tp, key.1)
+                    .map_or(ErrorCode::None, |(_, error)| error)
             } else {
                 ErrorCode::None
             };
@@ -706,7 +698,7 @@ impl Broker {
                     partition,
                     transactional_id,
                     ..
-                } => self.on_txn_write_done(partition, &transactional_id, error),
+                } => self.on_txn_write_done(partition, &transactional_id, error, false),
                 CoordWrite::Group {
                     partition,
                     records,

@@ -406,28 +406,50 @@ impl Broker {
             return Err(error);
         }
         if acks == -1 {
-            self.acks_all_precheck(tp)?;
+            self.append_leader_acks_all(tp, batch, AppendOrigin::Client)
+        } else {
+            self.append_leader(tp, batch, AppendOrigin::Client)
         }
-        self.append_leader(tp, batch, AppendOrigin::Client)
     }
 
-    /// Kafka's check before an append with `requiredAcks = -1` (`Partition
-    /// .appendRecordsToLeader`): NOT_ENOUGH_REPLICAS, nothing appended, while the ISR is
-    /// below the effective min ISR. No origin is exempt: it applies to client produces,
+    /// [`Self::append_leader`] for a writer with `requiredAcks = -1`, after Kafka's check
+    /// (`Partition.appendRecordsToLeader`): NOT_ENOUGH_REPLICAS, nothing appended, while the
+    /// ISR is below the effective min ISR. No origin is exempt: client produces,
     /// WriteTxnMarkers, the transaction coordinator's `__transaction_state` writes
     /// (`TransactionLog.EnforcedRequiredAcks`) and the mirror's STOPPING markers (acks -1 in
-    /// the prototype), but not to `CoordinatorRuntime` writers (group and mirror state:
-    /// `CoordinatorPartitionWriter` appends with acks 1). A partition not led here passes:
-    /// the append reports it.
-    pub(super) fn acks_all_precheck(&self, tp: &TopicPartition) -> Result<(), ErrorCode> {
-        let Some((p, l)) = self
-            .partitions
-            .get(tp)
-            .and_then(|p| Some((p, p.leader_state()?)))
-        else {
-            return Ok(());
-        };
-        produce_acks_all_precheck(l.isr.isr.len(), self.min_isr(tp), p.replicas.len())
+    /// the prototype) come here; `CoordinatorRuntime` writers (group and mirror state:
+    /// `CoordinatorPartitionWriter` appends with acks 1) do not. A partition not led here
+    /// passes the check: the append reports it.
+    pub(super) fn append_leader_acks_all(
+        &mut self,
+        tp: &TopicPartition,
+        batch: &RecordBatch,
+        origin: AppendOrigin,
+    ) -> Result<LogAppendInfo, ErrorCode> {
+        if let Some(p) = self.partitions.get(tp)
+            && let Some(l) = p.leader_state()
+        {
+            produce_acks_all_precheck(l.isr.isr.len(), self.min_isr(tp), p.replicas.len())?;
+        }
+        self.append_leader(tp, batch, origin)
+    }
+
+    /// Whether an acks=-1 write up to `required_offset` is done, and with which error
+    /// (Kafka `Partition.checkEnoughReplicasReachOffset`); `None` if this broker does not
+    /// lead `tp`.
+    pub(super) fn acks_all_reached(
+        &self,
+        tp: &TopicPartition,
+        required_offset: Offset,
+    ) -> Option<(bool, ErrorCode)> {
+        let p = self.partitions.get(tp)?;
+        let l = p.leader_state()?;
+        Some(check_enough_replicas_reach_offset(
+            p.log.high_watermark(),
+            required_offset,
+            l.isr.maximal_isr_len(),
+            effective_min_isr(self.min_isr(tp), p.replicas.len()),
+        ))
     }
 
     pub(super) fn park_or_complete_produce(&mut self, mut op: DelayedProduce) {
@@ -444,23 +466,10 @@ impl Broker {
     /// Kafka `DelayedProduce.tryComplete` / `Partition.checkEnoughReplicasReachOffset`.
     fn check_produce(&self, op: &mut DelayedProduce) {
         for w in op.partitions.iter_mut().filter(|w| w.error.is_none()) {
-            let Some(p) = self.partitions.get(&w.tp) else {
-                w.error = Some(ErrorCode::NotLeaderOrFollower);
-                continue;
-            };
-            let Some(l) = p.leader_state() else {
-                w.error = Some(ErrorCode::NotLeaderOrFollower);
-                continue;
-            };
-            let min = effective_min_isr(self.min_isr(&w.tp), p.replicas.len());
-            let (done, err) = check_enough_replicas_reach_offset(
-                p.log.high_watermark(),
-                w.required_offset,
-                l.isr.maximal_isr_len(),
-                min,
-            );
-            if done {
-                w.error = Some(err);
+            match self.acks_all_reached(&w.tp, w.required_offset) {
+                None => w.error = Some(ErrorCode::NotLeaderOrFollower),
+                Some((true, err)) => w.error = Some(err),
+                Some((false, _)) => {}
             }
         }
     }
@@ -1154,10 +1163,7 @@ impl Broker {
                     });
                     continue;
                 }
-                let appended = self
-                    .acks_all_precheck(&tp)
-                    .and_then(|()| self.append_leader(&tp, &batch, AppendOrigin::Coordinator));
-                match appended {
+                match self.append_leader_acks_all(&tp, &batch, AppendOrigin::Coordinator) {
                     Ok(info) => waits.push(ProduceWait {
                         tp,
                         required_offset: info.last_offset.plus(1),

@@ -251,9 +251,8 @@ pub struct RecoveryInputs {
 /// Rebuilds the log from loaded segments (Kafka: the rest of `LogLoader.load` and
 /// `Partition.createLog`): the log start is the later of the checkpoint and the first
 /// segment's base offset; producer state is the snapshot plus replay; the epoch cache is
-/// rebuilt from the batches, which is
-/// what `truncateFromEnd(LEO)` leaves of Kafka's checkpointed cache; the HW is the checkpoint
-/// clamped into `[log start, LEO]`.
+/// rebuilt from the batches, which is what `truncateFromEnd(LEO)` leaves of Kafka's
+/// checkpointed cache; the HW is the checkpoint clamped into `[log start, LEO]`.
 pub fn rebuild_log(
     cfg: LogConfig,
     loaded: &LoadedSegments,

@@ -189,10 +189,7 @@ impl Broker {
                         let batch = BatchBuilder::new()
                             .build_mirror_pid_reset(&source, self.now.as_millis());
                         // acks -1 in the prototype: Kafka's min-ISR check applies.
-                        let appended = self.acks_all_precheck(tp).and_then(|()| {
-                            self.append_leader(tp, &batch, AppendOrigin::Coordinator)
-                        });
-                        match appended {
+                        match self.append_leader_acks_all(tp, &batch, AppendOrigin::Coordinator) {
                             Ok(info) => info.last_offset.plus(1),
                             Err(_) => {
                                 set_wait(self, StopWait::Start);
@@ -309,8 +306,7 @@ impl Broker {
                 );
             // acks -1 in the prototype (`abortOngoingTransactions`): the min-ISR check applies.
             ok &= self
-                .acks_all_precheck(tp)
-                .and_then(|()| self.append_leader(tp, &batch, AppendOrigin::Coordinator))
+                .append_leader_acks_all(tp, &batch, AppendOrigin::Coordinator)
                 .is_ok();
         }
         ok
