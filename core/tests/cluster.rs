@@ -11,8 +11,8 @@ use mirror_core::broker::coordinator_runtime::{
 };
 use mirror_core::broker::{Broker, BrokerConfig};
 use mirror_core::controller::{Controller, ControllerConfig};
-use mirror_core::protocol::messages::CreatableTopic;
-use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
+use mirror_core::protocol::messages::{CoordinatorKind, CreatableTopic};
+use mirror_core::protocol::{ClusterIdx, CorrelationId, ErrorCode, NodeId, Request, Response};
 use mirror_core::record::{BatchBuilder, SimpleRecord};
 use mirror_core::types::{BrokerId, Offset, ProducerEpoch, ProducerId, Sequence, TopicPartition};
 use support::MiniNet;
@@ -23,10 +23,24 @@ fn broker_cfg(id: i32) -> BrokerConfig {
     BrokerConfig::new(C, BrokerId(id))
 }
 
+/// [`broker_cfg`] with the cluster default `min.insync.replicas` set to `min_isr`.
+fn broker_cfg_with_min_isr(id: i32, min_isr: usize) -> BrokerConfig {
+    let mut cfg = broker_cfg(id);
+    cfg.min_insync_replicas = min_isr;
+    cfg
+}
+
 fn cluster(n: i32) -> MiniNet {
+    cluster_with_min_isr(n, 1)
+}
+
+/// [`cluster`] with the cluster default `min.insync.replicas` (brokers and controller) set
+/// to `min_isr`.
+fn cluster_with_min_isr(n: i32, min_isr: usize) -> MiniNet {
     let mut net = MiniNet::new();
     let mut cc = ControllerConfig::new(C);
     cc.default_replication_factor = n as i16;
+    cc.min_insync_replicas = min_isr;
     net.add(
         NodeId::controller(C),
         support::AnyNode::Controller(Box::new(Controller::new(cc, Vec::new()))),
@@ -34,7 +48,11 @@ fn cluster(n: i32) -> MiniNet {
     for i in 0..n {
         net.add(
             NodeId::broker(C, BrokerId(i)),
-            support::AnyNode::Broker(Box::new(Broker::new(broker_cfg(i), 1, BTreeMap::new()))),
+            support::AnyNode::Broker(Box::new(Broker::new(
+                broker_cfg_with_min_isr(i, min_isr),
+                1,
+                BTreeMap::new(),
+            ))),
         );
     }
     net.run_for_ms(3_000);
@@ -139,11 +157,16 @@ fn brokers_register_and_a_replicated_topic_accepts_acks_all_writes() {
 }
 
 fn restart(net: &mut MiniNet, b: i32, incarnation: u64) {
-    let id = NodeId::broker(C, BrokerId(b));
+    restart_with(net, broker_cfg(b), incarnation);
+}
+
+/// Restarts broker `cfg.broker_id` from its disk with `cfg`.
+fn restart_with(net: &mut MiniNet, cfg: BrokerConfig, incarnation: u64) {
+    let id = NodeId::broker(C, cfg.broker_id);
     let disk = net.slots[&id].disk.clone();
     net.replace(
         id,
-        support::AnyNode::Broker(Box::new(Broker::new(broker_cfg(b), incarnation, disk))),
+        support::AnyNode::Broker(Box::new(Broker::new(cfg, incarnation, disk))),
     );
 }
 
@@ -292,13 +315,17 @@ fn call(net: &mut MiniNet, to: BrokerId, req: Request) -> Response {
 }
 
 fn find_txn_coordinator(net: &mut MiniNet, txn_id: &str) -> BrokerId {
+    find_coordinator(net, txn_id, CoordinatorKind::Transaction)
+}
+
+fn find_coordinator(net: &mut MiniNet, key: &str, kind: CoordinatorKind) -> BrokerId {
     for _ in 0..20 {
         let r = call(
             net,
             BrokerId(0),
             Request::FindCoordinator {
-                key: txn_id.into(),
-                kind: mirror_core::protocol::messages::CoordinatorKind::Transaction,
+                key: key.into(),
+                kind,
             },
         );
         if let Response::FindCoordinator {
@@ -310,7 +337,7 @@ fn find_txn_coordinator(net: &mut MiniNet, txn_id: &str) -> BrokerId {
         }
         net.run_for_ms(1_000);
     }
-    panic!("no transaction coordinator");
+    panic!("no {kind:?} coordinator for {key}");
 }
 
 /// InitProducerId for `txn_id` (transaction timeout 10 s) from a new producer instance.
@@ -718,6 +745,88 @@ fn only_the_transaction_log_sets_its_own_min_isr() {
     );
 }
 
+/// Goal: the group coordinator's writes to `__consumer_offsets` are not acks=all writes.
+/// Kafka's `CoordinatorPartitionWriter` (the `CoordinatorRuntime` behind the group
+/// coordinator) appends with acks 1, and `Partition.appendRecordsToLeader` checks the ISR
+/// against min.insync.replicas only when `requiredAcks == -1`: with the ISR down to the
+/// leader alone and a min ISR of 2, a client's acks=all produce is refused
+/// (NOT_ENOUGH_REPLICAS, nothing appended), while an OffsetCommit is appended to the log.
+/// KIP-966 keeps the HW from passing it while the ISR is below the min ISR, so the commit
+/// waits for the HW (the runtime completes a write once the HW passes it) and is answered
+/// without error once the ISR is back within the write's timeout. A commit refused like the
+/// produce would have appended nothing and been answered COORDINATOR_NOT_AVAILABLE at once.
+#[test]
+fn group_offset_writes_append_below_min_isr_as_kafkas_coordinator_writes_acks_1() {
+    // The cluster default min ISR, 2, is the one `__consumer_offsets` and `orders` take.
+    let mut net = cluster_with_min_isr(3, 2);
+    let coord = find_coordinator(&mut net, "g-1", CoordinatorKind::Group);
+    let offsets_tp = TopicPartition::new(
+        CONSUMER_OFFSETS_TOPIC,
+        mirror_core::coordinator::coordinator_partition("g-1", COORDINATOR_TOPIC_PARTITIONS),
+    );
+    create_topic(&mut net, "orders", 3, 3, &[]);
+    let tp = (0..3)
+        .map(|p| TopicPartition::new("orders", p))
+        .find(|tp| leader_of(&net, tp) == coord)
+        .expect("the group coordinator leads a partition of orders");
+    let others = crash_all_but(&mut net, coord);
+    net.run_for_ms(45_000); // past replica.lag.time.max.ms: the ISRs shrink to the leader
+    let isr = |net: &MiniNet, tp: &TopicPartition| {
+        net.broker(NodeId::broker(C, coord))
+            .partition(tp)
+            .unwrap()
+            .isr()
+    };
+    assert_eq!(isr(&net, &offsets_tp), vec![coord]);
+    assert_eq!(isr(&net, &tp), vec![coord]);
+
+    // A client's acks=all produce is refused before appending.
+    let end = log_of(&net, coord.0, &tp).0;
+    let r = produce(&mut net, coord, &tp, 0, 1, -1);
+    assert!(
+        matches!(r, Some(Response::Produce { ref partitions })
+            if partitions[0].error == ErrorCode::NotEnoughReplicas),
+        "{r:?}"
+    );
+    assert_eq!(log_of(&net, coord.0, &tp).0, end, "no produce appended");
+
+    // An OffsetCommit in the same situation is appended and waits for the HW.
+    let (end, hw) = log_of(&net, coord.0, &offsets_tp);
+    let committed = TopicPartition::new("orders", 0);
+    let id = send_offset_commit(&mut net, coord, "g-1", &committed, Offset(42));
+    net.run_for_ms(500);
+    let (end_after, hw_after) = log_of(&net, coord.0, &offsets_tp);
+    assert!(
+        end_after > end,
+        "the commit was appended: {end:?} -> {end_after:?}"
+    );
+    assert_eq!(hw_after, hw, "KIP-966: no HW advance below the min ISR");
+    assert_eq!(
+        net.take_response(client(), id),
+        None,
+        "the commit waits for the HW"
+    );
+
+    // With the ISR back the HW passes the commit, which completes without error: the
+    // restarted followers rejoin the ISR about 2 s after the restart, well within the
+    // group write's timeout (5 s, `offsets.commit.timeout.ms`).
+    for b in others {
+        restart_with(&mut net, broker_cfg_with_min_isr(b, 2), 2);
+    }
+    net.run_for_ms(20_000);
+    let r = net.take_response(client(), id);
+    assert_eq!(
+        r,
+        Some(Response::PartitionErrors {
+            results: vec![(committed.clone(), ErrorCode::None)]
+        })
+    );
+    assert_eq!(
+        fetch_committed(&mut net, coord, "g-1", &committed),
+        Some(Offset(42))
+    );
+}
+
 #[test]
 fn a_refused_completion_record_is_retried_later_without_appending() {
     // Goal: once a transaction's markers are written, the coordinator appends its
@@ -799,4 +908,76 @@ fn a_transaction_log_write_waits_for_the_hw_as_long_as_the_transaction_timeout()
         ),
         "{r:?}"
     );
+}
+
+/// Goal: a group write waits for the HW as long as the group runtime's write timeout,
+/// `offsets.commit.timeout.ms` (5 s), and a timeout ends only the client's wait. With both
+/// followers silent but still in the ISR the HW stands still: the OffsetCommit is answered
+/// COORDINATOR_NOT_AVAILABLE after 5 s and a read (at the committed offset) does not see it.
+/// `CoordinatorRuntime` reverts nothing on a timeout, so once the followers are back and the
+/// HW passes the record, the offset takes effect without being committed again.
+#[test]
+fn a_group_write_times_out_after_the_offsets_commit_timeout_and_takes_effect_once_committed() {
+    let mut net = cluster(3);
+    let coord = find_coordinator(&mut net, "g-t", CoordinatorKind::Group);
+    let others = crash_all_but(&mut net, coord);
+    let committed = TopicPartition::new("orders", 0);
+    let id = send_offset_commit(&mut net, coord, "g-t", &committed, Offset(42));
+    net.run_for_ms(4_000);
+    assert_eq!(net.take_response(client(), id), None, "waiting for the HW");
+    net.run_for_ms(2_000);
+    assert_eq!(
+        net.take_response(client(), id),
+        Some(Response::PartitionErrors {
+            results: vec![(committed.clone(), ErrorCode::CoordinatorNotAvailable)]
+        })
+    );
+    let fetch = |net: &mut MiniNet| fetch_committed(net, coord, "g-t", &committed);
+    assert_eq!(fetch(&mut net), None, "not committed");
+    for b in others {
+        restart(&mut net, b, 2);
+    }
+    net.run_for_ms(20_000);
+    assert_eq!(fetch(&mut net), Some(Offset(42)), "committed by the HW");
+}
+
+/// Sends an OffsetCommit of `offset` for `tp` in `group` (no member) to `coord`.
+fn send_offset_commit(
+    net: &mut MiniNet,
+    coord: BrokerId,
+    group: &str,
+    tp: &TopicPartition,
+    offset: Offset,
+) -> CorrelationId {
+    net.request(
+        client(),
+        NodeId::broker(C, coord),
+        Request::OffsetCommit {
+            group_id: group.into(),
+            member_id: None,
+            offsets: vec![(tp.clone(), offset, None)],
+        },
+    )
+}
+
+/// The offset `coord` answers for `tp` in `group` (OffsetFetch, expected without error).
+fn fetch_committed(
+    net: &mut MiniNet,
+    coord: BrokerId,
+    group: &str,
+    tp: &TopicPartition,
+) -> Option<Offset> {
+    let r = call(
+        net,
+        coord,
+        Request::OffsetFetch {
+            group_id: group.into(),
+            partitions: None,
+        },
+    );
+    let Response::OffsetFetch { error, offsets } = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(error, ErrorCode::None);
+    offsets.get(tp).map(|o| o.0)
 }

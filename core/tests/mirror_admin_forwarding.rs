@@ -1,6 +1,7 @@
 //! KIP-1279 mirror admin requests sent to a broker reach the controller (Kafka forwards
 //! admin requests to the active controller), while DescribeMirrors / ReadMirrorStates /
-//! WriteMirrorStates are the broker's own (INVALID_REQUEST until the mirror logic exists).
+//! WriteMirrorStates are the broker's own (INVALID_REQUEST until the mirror logic exists);
+//! and the `__mirror_state` coordinator's write timeout.
 
 mod support;
 
@@ -8,10 +9,13 @@ use std::collections::BTreeMap;
 
 use mirror_core::broker::{Broker, BrokerConfig};
 use mirror_core::controller::{Controller, ControllerConfig};
-use mirror_core::protocol::messages::MirrorTopic;
-use mirror_core::protocol::metadata::MIRROR_STATE_TOPIC;
+use mirror_core::mirror::{MirrorPartitionKey, mirror_state_partition};
+use mirror_core::protocol::messages::{
+    MirrorPartitionStateWrite, MirrorTopic, WriteMirrorStatesTopic,
+};
+use mirror_core::protocol::metadata::{MIRROR_STATE_TOPIC, MIRROR_STATE_TOPIC_PARTITIONS};
 use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId, Request, Response};
-use mirror_core::types::{BrokerId, TopicId};
+use mirror_core::types::{BrokerId, LeaderEpoch, Offset, TopicId, TopicPartition};
 use support::MiniNet;
 
 const C: ClusterIdx = ClusterIdx(0);
@@ -53,6 +57,33 @@ fn top_error(r: &Response) -> ErrorCode {
         Response::MirrorAdmin { error, .. } => *error,
         other => panic!("not a MirrorAdmin response: {other:?}"),
     }
+}
+
+/// Creates mirror `m1` (source `src`, unreachable) and starts topic `orders` with `partitions`.
+fn create_and_start_mirror(net: &mut MiniNet, topic_id: TopicId, partitions: i32) {
+    let r = call(
+        net,
+        Request::CreateMirror {
+            mirror_name: "m1".into(),
+            configs: [("source.cluster".to_string(), "src".to_string())].into(),
+        },
+    );
+    assert_eq!(top_error(&r), ErrorCode::None);
+    let r = call(
+        net,
+        Request::StartMirrorTopics {
+            mirror_name: "m1".into(),
+            topics: vec![MirrorTopic {
+                name: "orders".into(),
+                topic_id,
+                num_partitions: partitions,
+            }],
+            include_patterns: Vec::new(),
+            exclude_patterns: Vec::new(),
+            state_validation_offset: None,
+        },
+    );
+    assert_eq!(top_error(&r), ErrorCode::None);
 }
 
 #[test]
@@ -168,29 +199,7 @@ fn describe_mirrors_reports_the_partitions_a_broker_leads_and_recover_knows_its_
         1,
         mirror_core::mirror::Design::parse("latest").expect("latest"),
     );
-    let r = call(
-        &mut net,
-        Request::CreateMirror {
-            mirror_name: "m1".into(),
-            configs: [("source.cluster".to_string(), "src".to_string())].into(),
-        },
-    );
-    assert_eq!(top_error(&r), ErrorCode::None);
-    let r = call(
-        &mut net,
-        Request::StartMirrorTopics {
-            mirror_name: "m1".into(),
-            topics: vec![MirrorTopic {
-                name: "orders".into(),
-                topic_id: TopicId(0xfeed),
-                num_partitions: 2,
-            }],
-            include_patterns: Vec::new(),
-            exclude_patterns: Vec::new(),
-            state_validation_offset: None,
-        },
-    );
-    assert_eq!(top_error(&r), ErrorCode::None);
+    create_and_start_mirror(&mut net, TopicId(0xfeed), 2);
     net.run_for_ms(2_000);
     let r = call(
         &mut net,
@@ -239,4 +248,85 @@ fn describe_mirrors_reports_the_partitions_a_broker_leads_and_recover_knows_its_
         panic!("{r:?}")
     };
     assert_eq!(results[0].1, ErrorCode::UnknownClusterMirror);
+}
+
+#[test]
+fn a_mirror_state_write_that_cannot_commit_times_out_and_stays_the_latest_state() {
+    // Goal: the prototype's `mirror.coordinator.write.timeout.ms` (5 s). A WriteMirrorStates
+    // whose records the `__mirror_state` partition's HW cannot pass (both followers crashed:
+    // in the ISR until replica.lag.time.max.ms, then below the min ISR of 2) is answered
+    // COORDINATOR_NOT_AVAILABLE once 5 s have passed, not left waiting. As in
+    // `CoordinatorRuntime`, the timeout reverts nothing: the store keeps the record as its
+    // latest state (what later writes are checked against) while a read, at the committed
+    // offset, still does not see it.
+    let mut net = cluster(3);
+    let topic_id = TopicId(0xfeed);
+    create_and_start_mirror(&mut net, topic_id, 1);
+    net.run_for_ms(3_000);
+    let sp = mirror_state_partition("m1", topic_id, 0, MIRROR_STATE_TOPIC_PARTITIONS);
+    let state_tp = TopicPartition::new(MIRROR_STATE_TOPIC, sp);
+    let coord = (0..3)
+        .map(BrokerId)
+        .find(|b| {
+            net.broker(NodeId::broker(C, *b))
+                .partition(&state_tp)
+                .is_some_and(|p| p.is_leader())
+        })
+        .expect("a leader of the state partition");
+    for b in (0..3).map(BrokerId).filter(|b| *b != coord) {
+        net.crash(NodeId::broker(C, b));
+    }
+    // Only the failback marker (state UNKNOWN, no fencing), which no mirror run here writes.
+    let write = Request::WriteMirrorStates {
+        mirror_name: "m1".into(),
+        topics: vec![WriteMirrorStatesTopic {
+            name: "orders".into(),
+            topic_id,
+            partitions: vec![MirrorPartitionStateWrite {
+                partition: 0,
+                state: -1,
+                leader_epoch: None,
+                state_epoch: None,
+                last_mirror_epoch: Some(LeaderEpoch(7)),
+                last_mirror_offset: Some(Offset(1_234)),
+                error_message: None,
+                retry_attempt: 0,
+                previous_state: -1,
+            }],
+        }],
+    };
+    let client = NodeId::client(C, 0);
+    let id = net.request(client, NodeId::broker(C, coord), write);
+    net.run_for_ms(4_000);
+    assert_eq!(net.take_response(client, id), None, "waiting for the HW");
+    net.run_for_ms(2_000);
+    assert_eq!(
+        net.take_response(client, id),
+        Some(Response::WriteMirrorStates {
+            error: ErrorCode::CoordinatorNotAvailable,
+            topics: Vec::new(),
+        })
+    );
+    let key = MirrorPartitionKey {
+        mirror_name: "m1".into(),
+        topic_id,
+        partition: 0,
+    };
+    let broker = net.broker(NodeId::broker(C, coord));
+    let latest = broker
+        .mirror_coordinators()
+        .store(sp)
+        .and_then(|s| s.read(&key))
+        .map(|(_, last)| (last.last_mirror_epoch, last.last_mirror_offset));
+    assert_eq!(
+        latest,
+        Some((7, 1_234)),
+        "the timed-out write stays applied"
+    );
+    let read = broker.read_mirror_state(&key);
+    assert_eq!(
+        (read.error, read.last_mirror_epoch, read.last_mirror_offset),
+        (ErrorCode::None, None, None),
+        "a read at the committed offset does not see it"
+    );
 }

@@ -954,9 +954,12 @@ fn finding_a_sync_clamped_before_a_mirror_truncation_commits_an_offset_above_the
     // groups committed 11. A sync round reads the destination LEO (11, `ListOffsets`),
     // clamps the group offset to it (B §8.11: `min(source committed, destination LEO)`)
     // and sends the commit; the mirror fetch then meets the source's divergence and cuts
-    // dst-1's t0-3 to 10 (a declared mirror truncation); the commit is answered only once
-    // `__consumer_offsets` replicates, after dst-2's fetch, lost in dst-1's isolation, timed
-    // out. The destination group offset is 11 over a LEO of 10: a consumer that fails over
+    // dst-1's t0-3 to 10 (a declared mirror truncation); the commit waits for
+    // `__consumer_offsets` to replicate, which happens only after dst-2's fetch, lost in
+    // dst-1's isolation, times out. Its answer gives up first (COORDINATOR_NOT_AVAILABLE after
+    // `offsets.commit.timeout.ms`, 5 s), but a runtime timeout reverts nothing: the offset
+    // takes effect when the HW passes its record (event #2201), and the checker judges it
+    // then. The destination group offset is 11 over a LEO of 10: a consumer that fails over
     // skips whatever the mirror copies at 10. The clamp is a read, not a bound the commit
     // keeps.
     let out = replay_capsule(include_str!(

@@ -25,6 +25,12 @@ pub struct BrokerConfig {
     /// from the controller catches up within seconds of the cut healing instead of a whole
     /// `request.timeout.ms` later.
     pub metadata_request_timeout_ms: i64,
+    /// `offsets.commit.timeout.ms`: how long a group coordinator write waits for the HW
+    /// (the group `CoordinatorRuntime`'s default write timeout, every group write's).
+    pub offsets_commit_timeout_ms: i64,
+    /// `mirror.coordinator.write.timeout.ms` (KIP-1279 prototype): how long a
+    /// `__mirror_state` write waits for the HW.
+    pub mirror_coordinator_write_timeout_ms: i64,
     /// `broker.heartbeat.interval.ms`.
     pub heartbeat_interval_ms: i64,
     /// Long-poll wait of metadata fetches.
@@ -77,6 +83,8 @@ impl BrokerConfig {
             replica_fetch_max_bytes: 1 << 20,
             request_timeout_ms: 30_000,
             metadata_request_timeout_ms: 2_000,
+            offsets_commit_timeout_ms: 5_000,
+            mirror_coordinator_write_timeout_ms: 5_000,
             heartbeat_interval_ms: 2_000,
             metadata_fetch_wait_ms: 500,
             hw_checkpoint_interval_ms: 5_000,

@@ -45,7 +45,7 @@ pub(super) enum CoordWrite {
     Group {
         partition: i32,
         epoch: LeaderEpoch,
-        /// When the append gives up waiting for the HW (`request.timeout.ms`).
+        /// When the append gives up waiting for the HW (`offsets.commit.timeout.ms`).
         expires_ms: i64,
         records: Vec<CoordinatorRecord>,
         client: Option<(NodeId, CorrelationId)>,
@@ -620,7 +620,7 @@ impl Broker {
                     CoordWrite::Group {
                         partition,
                         epoch,
-                        expires_ms: self.now.as_millis() + self.config.request_timeout_ms,
+                        expires_ms: self.now.as_millis() + self.config.offsets_commit_timeout_ms,
                         records,
                         client,
                         reply,
@@ -671,10 +671,33 @@ impl Broker {
             if !lost && !timed_out && hw < key.1 {
                 continue;
             }
+            if !lost
+                && hw < key.1
+                && let Some(CoordWrite::Group {
+                    client,
+                    reply,
+                    expires_ms,
+                    ..
+                }) = self.coord.writes.get_mut(&key)
+            {
+                // `CoordinatorRuntime` times out only the client's wait: the records stay in
+                // the log and in the shard's state (uncommitted; no revert on a timeout), so
+                // they take effect once the HW passes them. The model applies group records
+                // at commit, so the write stays listed, answered, until then.
+                *expires_ms = i64::MAX;
+                let answer = client.take();
+                let reply = std::mem::replace(reply, GroupReply::Nothing);
+                if let Some((from, id)) = answer {
+                    let resp = group_error_response(&reply, ErrorCode::CoordinatorNotAvailable);
+                    self.respond(from, id, resp);
+                }
+                continue;
+            }
             let w = self.coord.writes.remove(&key).expect("listed");
             // Kafka: the coordinator's append waits a bounded time for the HW (a transaction
             // log write its transaction's timeout, `appendTransactionToLog`'s
-            // `newMetadata.txnTimeoutMs`; the model gives group writes `request.timeout.ms`);
+            // `newMetadata.txnTimeoutMs`; a group write the group runtime's write timeout,
+            // `offsets.commit.timeout.ms`);
             // REQUEST_TIMED_OUT maps to COORDINATOR_NOT_AVAILABLE, the
             // pending state is reset and the client retries. Waiting for ever left EndTxn
             // answered CONCURRENT_TRANSACTIONS for good while a silent follower, still
@@ -819,6 +842,9 @@ impl Broker {
             .collect();
         for tp in waiting {
             self.complete_coordinator_writes(&tp);
+        }
+        if !self.mirror_coord.writes.is_empty() {
+            self.complete_mirror_writes();
         }
         let now_ms = self.now.as_millis();
         let parts: Vec<i32> = self.coord.txn.keys().copied().collect();

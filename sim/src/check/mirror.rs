@@ -20,8 +20,12 @@
 use crate::world::node::lock;
 use std::collections::{BTreeMap, BTreeSet};
 
+use mirror_core::broker::coordinator_runtime::{
+    CONSUMER_OFFSETS_TOPIC, COORDINATOR_TOPIC_PARTITIONS,
+};
 use mirror_core::broker::partition::Partition;
 use mirror_core::broker::{Broker, Event, TruncationCause};
+use mirror_core::coordinator::coordinator_partition;
 use mirror_core::keyed_map::KeyedMap;
 use mirror_core::log::producer_state::ProducerStateManager;
 use mirror_core::mirror::{
@@ -29,7 +33,7 @@ use mirror_core::mirror::{
     mirror_state_partition,
 };
 use mirror_core::protocol::metadata::{MIRROR_STATE_TOPIC, MIRROR_STATE_TOPIC_PARTITIONS};
-use mirror_core::protocol::{ClusterIdx, NodeId};
+use mirror_core::protocol::{ClusterIdx, ErrorCode, NodeId};
 use mirror_core::record::{ControlRecord, RecordBatch};
 use mirror_core::types::{LeaderEpoch, Offset, TopicId, TopicPartition};
 
@@ -117,6 +121,15 @@ pub struct MirrorChecker {
     /// Partitions whose current stop already has its RPO recorded (a re-driven stop records
     /// its LME again).
     rpo_seen: BTreeSet<PartitionKey>,
+    /// Group offsets a sync committed whose outcome its answer left open, by
+    /// `(cluster, group, partition)`: COORDINATOR_NOT_AVAILABLE (the group coordinator gave up
+    /// waiting for its HW, and a `CoordinatorRuntime` timeout reverts nothing, so the offset
+    /// takes effect once the HW passes its record), NOT_COORDINATOR (the record may be in the
+    /// log the next coordinator loads) or no answer at all. A consumer that fails over reads
+    /// such an offset once it takes effect.
+    /// `synced_offset_in_bounds` judges it when the coordinator holds it
+    /// ([`MirrorChecker::check_landed_syncs`]).
+    in_doubt_syncs: BTreeMap<(ClusterIdx, String, TopicPartition), Offset>,
 }
 
 /// The recovery point a failover incurred on one partition (kip1279.md A.1 STOPPING: the
@@ -167,7 +180,72 @@ fn batch_at(p: &Partition, base: Offset) -> Option<RecordBatch> {
         .cloned()
 }
 
+/// `synced_offset_in_bounds` for `offset` of `tp` on `cluster`, against its leader's log now.
+fn check_synced_offset(
+    nodes: &NodeMap,
+    cluster: ClusterIdx,
+    tp: &TopicPartition,
+    offset: Offset,
+    name: &dyn Fn(NodeId) -> String,
+) -> Result<(), Violation> {
+    let Some(leader) = leader_of(nodes, cluster, tp) else {
+        return Ok(());
+    };
+    let bad = with_partition(nodes, leader, tp, |p| {
+        super::outcomes::synced_offset_violation(
+            offset,
+            p.log.log_start_offset(),
+            p.log.log_end_offset(),
+        )
+    })
+    .flatten();
+    match bad {
+        Some(d) => Err(Violation::new(
+            "synced_offset_in_bounds",
+            name(leader),
+            Some(tp),
+            Some(offset),
+            d,
+        )),
+        None => Ok(()),
+    }
+}
+
 impl MirrorChecker {
+    /// The HW of `__consumer_offsets` partition `partition` moved on `node`: the syncs in
+    /// doubt whose group that partition hosts and whose offset `node`'s coordinator now holds
+    /// took effect, and are judged now, as a commit answered NONE is when answered.
+    fn check_landed_syncs(
+        &mut self,
+        node: NodeId,
+        partition: i32,
+        nodes: &NodeMap,
+        name: &dyn Fn(NodeId) -> String,
+    ) -> Result<(), Violation> {
+        let landed: Vec<(ClusterIdx, String, TopicPartition)> = self
+            .in_doubt_syncs
+            .iter()
+            .filter(|((c, group, _), _)| {
+                *c == node.cluster
+                    && coordinator_partition(group, COORDINATOR_TOPIC_PARTITIONS) == partition
+            })
+            .filter(|((_, group, tp), offset)| {
+                with_broker(nodes, node, |b| {
+                    b.coordinators()
+                        .group_coordinator(partition)
+                        .and_then(|g| g.committed(group, tp))
+                        .is_some_and(|c| c.offset == **offset)
+                })
+                .unwrap_or(false)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in landed {
+            let offset = self.in_doubt_syncs.remove(&key).expect("listed");
+            check_synced_offset(nodes, key.0, &key.2, offset, name)?;
+        }
+        Ok(())
+    }
     /// The last persisted mirror state of a destination partition seen in events.
     #[must_use]
     pub fn state(&self, cluster: ClusterIdx, tp: &TopicPartition) -> Option<S> {
@@ -391,28 +469,29 @@ impl MirrorChecker {
                     None => Ok(()),
                 }
             }
-            Event::MirrorOffsetsSynced { offsets, error, .. } if error.is_ok() => {
+            Event::MirrorOffsetsSynced {
+                group,
+                offsets,
+                error,
+                ..
+            } => {
                 for (tp, offset) in offsets {
-                    let Some(leader) = leader_of(nodes, cluster, tp) else {
+                    let key = (cluster, group.clone(), tp.clone());
+                    if matches!(
+                        error,
+                        ErrorCode::CoordinatorNotAvailable
+                            | ErrorCode::NotCoordinator
+                            | ErrorCode::RequestTimedOut
+                    ) {
+                        self.in_doubt_syncs.insert(key, *offset);
                         continue;
-                    };
-                    let bad = with_partition(nodes, leader, tp, |p| {
-                        super::outcomes::synced_offset_violation(
-                            *offset,
-                            p.log.log_start_offset(),
-                            p.log.log_end_offset(),
-                        )
-                    })
-                    .flatten();
-                    if let Some(d) = bad {
-                        return Err(Violation::new(
-                            "synced_offset_in_bounds",
-                            name(leader),
-                            Some(tp),
-                            Some(*offset),
-                            d,
-                        ));
                     }
+                    if !error.is_ok() {
+                        continue;
+                    }
+                    // A later commit answered NONE supersedes the one in doubt.
+                    self.in_doubt_syncs.remove(&key);
+                    check_synced_offset(nodes, cluster, tp, *offset, name)?;
                 }
                 Ok(())
             }
@@ -480,6 +559,9 @@ impl MirrorChecker {
                 )
             }
             Event::HighWatermarkChanged { tp, high_watermark } => {
+                if tp.topic.as_ref() == CONSUMER_OFFSETS_TOPIC && !self.in_doubt_syncs.is_empty() {
+                    self.check_landed_syncs(node, tp.partition, nodes, name)?;
+                }
                 self.sync_persisted_state(node, tp, ghost, nodes);
                 if self.state(cluster, tp) != Some(S::Mirroring) {
                     return Ok(());

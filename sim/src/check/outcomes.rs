@@ -6,7 +6,10 @@
 //!   write (a retry the broker did not deduplicate), never two records that happen to match.
 //! - `lso_reaches_hw`: with the producers stopped, no partition keeps a hanging transaction.
 //! - `synced_offset_in_bounds`: a group offset the mirror commits on the destination lies in
-//!   the destination partition's `[log start, LEO]` when it is committed.
+//!   the destination partition's `[log start, LEO]` when it takes effect: when the commit is
+//!   answered NONE, or, for a commit whose answer left its outcome open (a coordinator write
+//!   timeout, a lost answer), when the destination coordinator holds it (checked in
+//!   `check::mirror`).
 //! - `failover_producer_not_fenced`: a broker never refuses a producer for a sequence or epoch
 //!   that a *mirrored* producer id's state holds (the consequence the PID reset exists to
 //!   prevent; kip1279.md A.1 STOPPING).

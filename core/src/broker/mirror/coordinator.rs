@@ -35,6 +35,8 @@ pub const BOOTSTRAP_SERVERS_CONFIG: &str = "bootstrap.servers";
 pub(in crate::broker) struct MirrorWrite {
     pub partition: i32,
     pub epoch: LeaderEpoch,
+    /// When the write gives up waiting for the HW (`mirror.coordinator.write.timeout.ms`).
+    pub expires_ms: i64,
     pub client: (NodeId, CorrelationId),
     pub response: Response,
 }
@@ -302,6 +304,7 @@ impl Broker {
             MirrorWrite {
                 partition,
                 epoch,
+                expires_ms: self.now.as_millis() + self.config.mirror_coordinator_write_timeout_ms,
                 client: (from, id),
                 response,
             },
@@ -315,9 +318,16 @@ impl Broker {
     }
 
     /// Answers writes whose records the HW passed; fails writes whose store partition this
-    /// broker no longer leads in the write's epoch.
+    /// broker no longer leads in the write's epoch, and writes that waited longer than
+    /// `mirror.coordinator.write.timeout.ms`.
+    ///
+    /// A timed-out write is answered COORDINATOR_NOT_AVAILABLE, as the group coordinator maps
+    /// its runtime's REQUEST_TIMED_OUT (`GroupCoordinatorService`; the prototype's mirror
+    /// service is not public). As in `CoordinatorRuntime`, a timeout reverts nothing: the
+    /// records stay in the log and the store keeps them as its latest (uncommitted) state.
     pub(in crate::broker) fn complete_mirror_writes(&mut self) {
         let keys: Vec<(Offset, u64)> = self.mirror_coord.writes.keys().copied().collect();
+        let now_ms = self.now.as_millis();
         for key in keys {
             let w = &self.mirror_coord.writes[&key];
             let tp = TopicPartition::new(MIRROR_STATE_TOPIC, w.partition);
@@ -326,17 +336,25 @@ impl Broker {
                 None => (Offset(-1), LeaderEpoch::UNDEFINED, false),
             };
             let lost = !leader || epoch != w.epoch;
-            if !lost && hw < key.0 {
+            let timed_out = now_ms >= w.expires_ms;
+            if !lost && !timed_out && hw < key.0 {
                 continue;
             }
             let w = self.mirror_coord.writes.remove(&key).expect("listed");
-            let resp = if lost {
+            let error = if lost {
+                ErrorCode::NotCoordinator
+            } else if hw < key.0 {
+                ErrorCode::CoordinatorNotAvailable
+            } else {
+                ErrorCode::None
+            };
+            let resp = if error.is_ok() {
+                w.response
+            } else {
                 Response::WriteMirrorStates {
-                    error: ErrorCode::NotCoordinator,
+                    error,
                     topics: Vec::new(),
                 }
-            } else {
-                w.response
             };
             self.respond(w.client.0, w.client.1, resp);
         }

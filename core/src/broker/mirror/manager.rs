@@ -802,7 +802,17 @@ impl Broker {
         reason: Option<String>,
         resp: Option<Response>,
     ) {
-        let unanswered = resp.is_none();
+        // COORDINATOR_NOT_AVAILABLE: the coordinator gave up waiting for its HW
+        // (`mirror.coordinator.write.timeout.ms`) or could not append. Either way the writer
+        // cannot tell whether the record will take effect, as with no answer at all.
+        let unanswered = resp.is_none()
+            || matches!(
+                resp,
+                Some(Response::WriteMirrorStates {
+                    error: ErrorCode::CoordinatorNotAvailable,
+                    ..
+                })
+            );
         let rewrites = self.mirror_design().rewrites_unanswered_transition();
         let result = match resp {
             Some(Response::WriteMirrorStates { error, topics }) if error.is_ok() => topics
@@ -893,7 +903,8 @@ impl Broker {
                 self.mirror_retry_later();
             }
             (Some(_), None) if unanswered && rewrites && r.behind.is_none() => {
-                // Latest: the write got no answer (its coordinator down or cut off): the
+                // Latest: the write got no answer (its coordinator down or cut off) or timed
+                // out on the coordinator: the
                 // prototype's `transitionTo` re-reads the state and writes the same transition
                 // again (`refreshAndPersistState`), so a transition an event decided (the
                 // fetcher's ULE_RECOVERY after a divergence it already truncated) is not lost
