@@ -977,3 +977,38 @@ fn finding_a_sync_clamped_before_a_mirror_truncation_commits_an_offset_above_the
         "the case needs the mirror truncation under the synced offset"
     );
 }
+
+#[test]
+fn finding_latest_a_timed_out_pause_lands_under_a_later_failed_that_never_retries() {
+    // `latest`, fresh mirror seed 715100083 (shrunk to 2 faults: 14 s of packet loss, a pause
+    // of the mirror). A follower of `__mirror_state-0` whose fetch answer was lost still counts
+    // as caught up, so the HW stands still (F4's setup). The operator pauses the mirror: the
+    // leader's PAUSING write is appended and answered COORDINATOR_NOT_AVAILABLE after the
+    // prototype's `mirror.coordinator.write.timeout.ms` (5 s), which reverts nothing; the
+    // read-back returns the committed MIRRORING and every rewrite is fenced by the uncommitted
+    // PAUSING. The operator resumes; the leader stays MIRRORING. A mirror fetch lost in the
+    // packet loss times out and FAILED is written (retryable), fenced in turn until the
+    // follower fetches again: then PAUSING takes effect 18 s after it was written, and the
+    // FAILED rewrite lands over it with PreviousState PAUSING. FAILED retries to its previous
+    // state, and FAILED → PAUSING is not a valid transition (B §7.6-2): the retry is skipped
+    // and none follows. The partition never mirrors again; the source's ABORT marker for an
+    // open transaction is never copied, so the destination's LSO stays below its HW.
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-latest-715100083-timed-out-pause-lands-under-a-later-failed.json"
+    ));
+    assert_eq!(out.kind(), "violation:lso_reaches_hw");
+    let lines = out.report.map(|r| r.lines).unwrap_or_default();
+    for (needle, why) in [
+        (
+            "MIRRORING→PAUSING se=3",
+            "the timed-out PAUSING takes effect late",
+        ),
+        ("PAUSING→FAILED se=4", "FAILED lands over it"),
+        (
+            "FAILED retry 0 skipped: FAILED→PAUSING is not a valid transition",
+            "the retry to the previous state is skipped",
+        ),
+    ] {
+        assert!(lines.iter().any(|l| l.contains(needle)), "{why}");
+    }
+}
