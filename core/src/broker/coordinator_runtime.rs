@@ -640,7 +640,9 @@ impl Broker {
     // ------------------------------------------------------------------ write completion
 
     /// Completes coordinator writes whose records the HW has passed; fails those whose
-    /// partition this broker no longer leads in the write's epoch.
+    /// partition this broker no longer leads in the write's epoch; answers those that waited
+    /// past their timeout (a timed-out group write stays listed, answered, until the HW passes
+    /// it or its epoch ends).
     pub(super) fn complete_coordinator_writes(&mut self, tp: &TopicPartition) {
         if !tp.topic.starts_with("__") {
             return;
@@ -658,7 +660,12 @@ impl Broker {
             .collect();
         let now_ms = self.now.as_millis();
         for key in keys {
-            let (w_epoch, expires_ms) = match &self.coord.writes[&key] {
+            // A transaction write's answer can append and complete writes of this partition
+            // (a refused completion's re-append): a key listed above may be gone.
+            let Some(w) = self.coord.writes.get(&key) else {
+                continue;
+            };
+            let (w_epoch, expires_ms) = match w {
                 CoordWrite::Txn {
                     epoch, expires_ms, ..
                 }
@@ -831,8 +838,9 @@ impl Broker {
         }
     }
 
-    /// Periodic coordinator work: give up writes that waited too long, abort timed-out
-    /// transactions, expire group members.
+    /// Periodic coordinator work: answer writes that waited past their timeout (group and
+    /// `__mirror_state` writes stay in the log and take effect if the HW passes them), abort
+    /// timed-out transactions, expire group members.
     pub(super) fn on_coordinator_tick(&mut self) {
         let waiting: BTreeSet<TopicPartition> = self
             .coord

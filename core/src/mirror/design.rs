@@ -429,8 +429,8 @@ impl Design {
     }
 
     /// A transition whose `__mirror_state` write got no answer (the coordinator unreachable),
-    /// a timeout (COORDINATOR_NOT_AVAILABLE) or a fenced epoch is read again and written again, unless a newer transition replaced
-    /// it (the late prototype's `refreshAndPersistState` from `transitionTo` and
+    /// a timeout (COORDINATOR_NOT_AVAILABLE) or a fenced epoch is read again and written
+    /// again, unless a newer transition replaced it (the late prototype's `refreshAndPersistState` from `transitionTo` and
     /// `onRemoteWriteComplete`, B §7.5: "FENCED_* → re-read, merge, retry"). Seed and early
     /// re-drive the state read back (A.1: "a new leader re-reads the state and re-drives the
     /// current state's action"), which loses a transition an event decided and the state

@@ -127,9 +127,11 @@ pub struct MirrorChecker {
     /// takes effect once the HW passes its record), NOT_COORDINATOR (the record may be in the
     /// log the next coordinator loads) or no answer at all. A consumer that fails over reads
     /// such an offset once it takes effect.
-    /// `synced_offset_in_bounds` judges it when the coordinator holds it
-    /// ([`MirrorChecker::check_landed_syncs`]).
-    in_doubt_syncs: BTreeMap<(ClusterIdx, String, TopicPartition), Offset>,
+    /// `synced_offset_in_bounds` judges it when the coordinator holds it from a commit other
+    /// than the one it held when the answer came (its commit timestamp, if any, is kept: the
+    /// sync commits the same clamped offset round after round, and an earlier commit answered
+    /// NONE was judged then) ([`MirrorChecker::check_landed_syncs`]).
+    in_doubt_syncs: BTreeMap<(ClusterIdx, String, TopicPartition), (Offset, Option<i64>)>,
 }
 
 /// The recovery point a failover incurred on one partition (kip1279.md A.1 STOPPING: the
@@ -211,6 +213,29 @@ fn check_synced_offset(
     }
 }
 
+/// The offset and commit timestamp the coordinator of `group` on `cluster` holds for `tp`
+/// (read on the leader of the group's `__consumer_offsets` partition).
+fn held_commit(
+    nodes: &NodeMap,
+    cluster: ClusterIdx,
+    group: &str,
+    tp: &TopicPartition,
+) -> Option<(Offset, i64)> {
+    let partition = coordinator_partition(group, COORDINATOR_TOPIC_PARTITIONS);
+    let leader = leader_of(
+        nodes,
+        cluster,
+        &TopicPartition::new(CONSUMER_OFFSETS_TOPIC, partition),
+    )?;
+    with_broker(nodes, leader, |b| {
+        b.coordinators()
+            .group_coordinator(partition)
+            .and_then(|g| g.committed(group, tp))
+            .map(|c| (c.offset, c.commit_timestamp_ms))
+    })
+    .flatten()
+}
+
 impl MirrorChecker {
     /// The HW of `__consumer_offsets` partition `partition` moved on `node`: the syncs in
     /// doubt whose group that partition hosts and whose offset `node`'s coordinator now holds
@@ -229,19 +254,21 @@ impl MirrorChecker {
                 *c == node.cluster
                     && coordinator_partition(group, COORDINATOR_TOPIC_PARTITIONS) == partition
             })
-            .filter(|((_, group, tp), offset)| {
+            .filter(|((_, group, tp), (offset, before))| {
                 with_broker(nodes, node, |b| {
                     b.coordinators()
                         .group_coordinator(partition)
                         .and_then(|g| g.committed(group, tp))
-                        .is_some_and(|c| c.offset == **offset)
+                        .is_some_and(|c| {
+                            c.offset == *offset && Some(c.commit_timestamp_ms) != *before
+                        })
                 })
                 .unwrap_or(false)
             })
             .map(|(k, _)| k.clone())
             .collect();
         for key in landed {
-            let offset = self.in_doubt_syncs.remove(&key).expect("listed");
+            let (offset, _) = self.in_doubt_syncs.remove(&key).expect("listed");
             check_synced_offset(nodes, key.0, &key.2, offset, name)?;
         }
         Ok(())
@@ -477,21 +504,21 @@ impl MirrorChecker {
             } => {
                 for (tp, offset) in offsets {
                     let key = (cluster, group.clone(), tp.clone());
+                    // A later answer for the same offset's key supersedes the one in doubt.
+                    self.in_doubt_syncs.remove(&key);
                     if matches!(
                         error,
                         ErrorCode::CoordinatorNotAvailable
                             | ErrorCode::NotCoordinator
                             | ErrorCode::RequestTimedOut
                     ) {
-                        self.in_doubt_syncs.insert(key, *offset);
+                        let held = held_commit(nodes, cluster, group, tp).map(|(_, at)| at);
+                        self.in_doubt_syncs.insert(key, (*offset, held));
                         continue;
                     }
-                    if !error.is_ok() {
-                        continue;
+                    if error.is_ok() {
+                        check_synced_offset(nodes, cluster, tp, *offset, name)?;
                     }
-                    // A later commit answered NONE supersedes the one in doubt.
-                    self.in_doubt_syncs.remove(&key);
-                    check_synced_offset(nodes, cluster, tp, *offset, name)?;
                 }
                 Ok(())
             }

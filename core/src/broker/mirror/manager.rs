@@ -904,11 +904,10 @@ impl Broker {
             }
             (Some(_), None) if unanswered && rewrites && r.behind.is_none() => {
                 // Latest: the write got no answer (its coordinator down or cut off) or timed
-                // out on the coordinator: the
-                // prototype's `transitionTo` re-reads the state and writes the same transition
-                // again (`refreshAndPersistState`), so a transition an event decided (the
-                // fetcher's ULE_RECOVERY after a divergence it already truncated) is not lost
-                // to a re-drive of the state read back.
+                // out on the coordinator: the prototype's `transitionTo` re-reads the state and
+                // writes the same transition again (`refreshAndPersistState`), so a transition
+                // an event decided (the fetcher's ULE_RECOVERY after a divergence it already
+                // truncated) is not lost to a re-drive of the state read back.
                 r.step = MirrorStep::Reading;
                 r.rewrite = r.last_write.clone();
                 self.mirror_retry_later();
