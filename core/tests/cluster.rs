@@ -436,14 +436,26 @@ fn end_txn(
     }
 }
 
+/// Creates `payments` (1 partition, RF 3), initialises `txn_id` on its coordinator and
+/// writes one transactional batch of `records` records to `payments-0`: the partition, the
+/// coordinator, and the producer id and epoch.
+fn payments_txn_with_a_batch(
+    net: &mut MiniNet,
+    txn_id: &str,
+    records: usize,
+) -> (TopicPartition, BrokerId, ProducerId, ProducerEpoch) {
+    create_topic(net, "payments", 1, 3, &[]);
+    let tp = TopicPartition::new("payments", 0);
+    let coord = find_txn_coordinator(net, txn_id);
+    let (pid, epoch) = init_txn(net, coord, txn_id);
+    txn_produce(net, coord, txn_id, pid, epoch, &tp, 0, records);
+    (tp, coord, pid, epoch)
+}
+
 #[test]
 fn transactions_commit_and_abort_through_the_coordinator_and_markers() {
     let mut net = cluster(3);
-    create_topic(&mut net, "payments", 1, 3, &[]);
-    let tp = TopicPartition::new("payments", 0);
-    let coord = find_txn_coordinator(&mut net, "tx-1");
-    let (pid, epoch) = init_txn(&mut net, coord, "tx-1");
-    txn_produce(&mut net, coord, "tx-1", pid, epoch, &tp, 0, 2);
+    let (tp, coord, pid, epoch) = payments_txn_with_a_batch(&mut net, "tx-1", 2);
     let leader = leader_of(&net, &tp);
     let lso = |net: &MiniNet| {
         net.broker(NodeId::broker(C, leader))
@@ -482,11 +494,7 @@ fn transactions_commit_and_abort_through_the_coordinator_and_markers() {
 #[test]
 fn a_new_producer_instance_fences_the_old_one_and_aborts_its_open_transaction() {
     let mut net = cluster(3);
-    create_topic(&mut net, "payments", 1, 3, &[]);
-    let tp = TopicPartition::new("payments", 0);
-    let coord = find_txn_coordinator(&mut net, "tx-f");
-    let (pid, epoch) = init_txn(&mut net, coord, "tx-f");
-    txn_produce(&mut net, coord, "tx-f", pid, epoch, &tp, 0, 2);
+    let (tp, coord, pid, epoch) = payments_txn_with_a_batch(&mut net, "tx-f", 2);
     // A second instance with the same transactional id: epoch bump, the open txn is aborted.
     let (pid2, epoch2) = init_txn(&mut net, coord, "tx-f");
     assert_eq!(pid2, pid);
@@ -836,11 +844,7 @@ fn a_refused_completion_record_is_retried_later_without_appending() {
     // tick (an immediate retry would loop inside the refusal), appends nothing meanwhile,
     // and completes the transaction once the ISR is back.
     let mut net = cluster(3);
-    create_topic(&mut net, "payments", 1, 3, &[]);
-    let tp = TopicPartition::new("payments", 0);
-    let coord = find_txn_coordinator(&mut net, "tx-r");
-    let (pid, epoch) = init_txn(&mut net, coord, "tx-r");
-    txn_produce(&mut net, coord, "tx-r", pid, epoch, &tp, 0, 1);
+    let (_, coord, pid, epoch) = payments_txn_with_a_batch(&mut net, "tx-r", 1);
     // The commit's PrepareCommit record commits with all three brokers up; the other two
     // crash before the markers' writes and the completion record can reach them.
     let id = net.request(

@@ -674,12 +674,10 @@ impl Broker {
                 } => (*epoch, *expires_ms),
             };
             let lost = !leader || w_epoch != epoch;
-            let timed_out = now_ms >= expires_ms;
-            if !lost && !timed_out && hw < key.1 {
+            let Some(outcome) = write_outcome(lost, now_ms >= expires_ms, hw, key.1) else {
                 continue;
-            }
-            if !lost
-                && hw < key.1
+            };
+            if outcome == ErrorCode::CoordinatorNotAvailable
                 && let Some(CoordWrite::Group {
                     client,
                     reply,
@@ -710,18 +708,14 @@ impl Broker {
             // answered CONCURRENT_TRANSACTIONS for good while a silent follower, still
             // counted as caught up, held the HW back with no further write to recompute it
             // (mirror chaos seed 9149).
-            let error = if lost {
-                ErrorCode::NotCoordinator
-            } else if hw < key.1 {
-                ErrorCode::CoordinatorNotAvailable
-            } else if let CoordWrite::Txn { .. } = w {
+            let error = match (outcome, &w) {
                 // An acks=-1 produce: past the HW it can still fail with
                 // NOT_ENOUGH_REPLICAS_AFTER_APPEND (COORDINATOR_NOT_AVAILABLE to the client).
                 // Group writes go through `CoordinatorPartitionWriter` with acks 1.
-                self.acks_all_reached(tp, key.1)
-                    .map_or(ErrorCode::None, |(_, error)| error)
-            } else {
-                ErrorCode::None
+                (ErrorCode::None, CoordWrite::Txn { .. }) => self
+                    .acks_all_reached(tp, key.1)
+                    .map_or(ErrorCode::None, |(_, error)| error),
+                _ => outcome,
             };
             match w {
                 CoordWrite::Txn {
@@ -881,6 +875,27 @@ impl Broker {
         }
         self.timers
             .set(TimerId::CoordinatorTick, self.now.plus_millis(1_000));
+    }
+}
+
+/// What a coordinator write waiting for the HW to pass `required` comes to: `None` while
+/// it waits; NOT_COORDINATOR once its epoch's leadership is `lost`; COORDINATOR_NOT_AVAILABLE
+/// once `timed_out` below the HW (Kafka's REQUEST_TIMED_OUT, as the coordinators map it);
+/// NONE once the HW passed it. Shared by the transaction, group and `__mirror_state` writers.
+pub(super) fn write_outcome(
+    lost: bool,
+    timed_out: bool,
+    hw: Offset,
+    required: Offset,
+) -> Option<ErrorCode> {
+    if lost {
+        Some(ErrorCode::NotCoordinator)
+    } else if hw >= required {
+        Some(ErrorCode::None)
+    } else if timed_out {
+        Some(ErrorCode::CoordinatorNotAvailable)
+    } else {
+        None
     }
 }
 

@@ -213,8 +213,25 @@ fn check_synced_offset(
     }
 }
 
-/// The offset and commit timestamp the coordinator of `group` on `cluster` holds for `tp`
-/// (read on the leader of the group's `__consumer_offsets` partition).
+/// The offset and commit timestamp `node`'s coordinator of `group` (`__consumer_offsets`
+/// partition `partition`) holds for `tp`.
+fn committed_on(
+    nodes: &NodeMap,
+    node: NodeId,
+    partition: i32,
+    group: &str,
+    tp: &TopicPartition,
+) -> Option<(Offset, i64)> {
+    with_broker(nodes, node, |b| {
+        b.coordinators()
+            .group_coordinator(partition)
+            .and_then(|g| g.committed(group, tp))
+            .map(|c| (c.offset, c.commit_timestamp_ms))
+    })
+    .flatten()
+}
+
+/// [`committed_on`] the leader of `group`'s `__consumer_offsets` partition on `cluster`.
 fn held_commit(
     nodes: &NodeMap,
     cluster: ClusterIdx,
@@ -222,18 +239,14 @@ fn held_commit(
     tp: &TopicPartition,
 ) -> Option<(Offset, i64)> {
     let partition = coordinator_partition(group, COORDINATOR_TOPIC_PARTITIONS);
-    let leader = leader_of(
+    let offsets_tp = TopicPartition::new(CONSUMER_OFFSETS_TOPIC, partition);
+    committed_on(
         nodes,
-        cluster,
-        &TopicPartition::new(CONSUMER_OFFSETS_TOPIC, partition),
-    )?;
-    with_broker(nodes, leader, |b| {
-        b.coordinators()
-            .group_coordinator(partition)
-            .and_then(|g| g.committed(group, tp))
-            .map(|c| (c.offset, c.commit_timestamp_ms))
-    })
-    .flatten()
+        leader_of(nodes, cluster, &offsets_tp)?,
+        partition,
+        group,
+        tp,
+    )
 }
 
 impl MirrorChecker {
@@ -255,15 +268,8 @@ impl MirrorChecker {
                     && coordinator_partition(group, COORDINATOR_TOPIC_PARTITIONS) == partition
             })
             .filter(|((_, group, tp), (offset, before))| {
-                with_broker(nodes, node, |b| {
-                    b.coordinators()
-                        .group_coordinator(partition)
-                        .and_then(|g| g.committed(group, tp))
-                        .is_some_and(|c| {
-                            c.offset == *offset && Some(c.commit_timestamp_ms) != *before
-                        })
-                })
-                .unwrap_or(false)
+                committed_on(nodes, node, partition, group, tp)
+                    .is_some_and(|(held, at)| held == *offset && Some(at) != *before)
             })
             .map(|(k, _)| k.clone())
             .collect();

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::broker::broker::Broker;
+use crate::broker::coordinator_runtime::write_outcome;
 use crate::coordinator::{CoordinatorRecord, build_batch};
 use crate::log::producer_state::AppendOrigin;
 use crate::mirror::{
@@ -336,18 +337,10 @@ impl Broker {
                 None => (Offset(-1), LeaderEpoch::UNDEFINED, false),
             };
             let lost = !leader || epoch != w.epoch;
-            let timed_out = now_ms >= w.expires_ms;
-            if !lost && !timed_out && hw < key.0 {
+            let Some(error) = write_outcome(lost, now_ms >= w.expires_ms, hw, key.0) else {
                 continue;
-            }
-            let w = self.mirror_coord.writes.remove(&key).expect("listed");
-            let error = if lost {
-                ErrorCode::NotCoordinator
-            } else if hw < key.0 {
-                ErrorCode::CoordinatorNotAvailable
-            } else {
-                ErrorCode::None
             };
+            let w = self.mirror_coord.writes.remove(&key).expect("listed");
             let resp = if error.is_ok() {
                 w.response
             } else {

@@ -805,7 +805,7 @@ impl Broker {
         // COORDINATOR_NOT_AVAILABLE: the coordinator gave up waiting for its HW
         // (`mirror.coordinator.write.timeout.ms`) or could not append. Either way the writer
         // cannot tell whether the record will take effect, as with no answer at all.
-        let unanswered = resp.is_none()
+        let outcome_unknown = resp.is_none()
             || matches!(
                 resp,
                 Some(Response::WriteMirrorStates {
@@ -902,7 +902,7 @@ impl Broker {
                 }
                 self.mirror_retry_later();
             }
-            (Some(_), None) if unanswered && rewrites && r.behind.is_none() => {
+            (Some(_), None) if outcome_unknown && rewrites && r.behind.is_none() => {
                 // Latest: the write got no answer (its coordinator down or cut off) or timed
                 // out on the coordinator: the prototype's `transitionTo` re-reads the state and
                 // writes the same transition again (`refreshAndPersistState`), so a transition
