@@ -249,6 +249,26 @@ impl<C: Node> MiniNet<C> {
         self.client_inbox.remove(&(client, id))
     }
 
+    /// Runs in steps of `step_ms` until `client` holds the answer to `id`, for at most
+    /// `limit_ms`: the answer and the milliseconds run, which tell when it came.
+    pub fn wait_for_response(
+        &mut self,
+        client: NodeId,
+        id: CorrelationId,
+        step_ms: i64,
+        limit_ms: i64,
+    ) -> Option<(i64, Response)> {
+        let mut waited_ms = 0;
+        while waited_ms < limit_ms {
+            self.run_for_ms(step_ms);
+            waited_ms += step_ms;
+            if let Some(r) = self.take_response(client, id) {
+                return Some((waited_ms, r));
+            }
+        }
+        None
+    }
+
     /// Runs until `until`, delivering messages and firing timers in time order.
     pub fn run_until(&mut self, until: Instant) {
         loop {

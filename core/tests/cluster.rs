@@ -926,15 +926,22 @@ fn a_group_write_times_out_after_the_offsets_commit_timeout_and_takes_effect_onc
     let coord = find_coordinator(&mut net, "g-t", CoordinatorKind::Group);
     let others = crash_all_but(&mut net, coord);
     let committed = TopicPartition::new("orders", 0);
+    // Half a second off the coordinator's 1 s tick, which used to give timeouts up.
+    net.run_for_ms(500);
     let id = send_offset_commit(&mut net, coord, "g-t", &committed, Offset(42));
-    net.run_for_ms(4_000);
-    assert_eq!(net.take_response(client(), id), None, "waiting for the HW");
-    net.run_for_ms(2_000);
+    // At the write's own deadline, not on the coordinator's next 1 s tick after it.
+    let (waited_ms, answer) = net
+        .wait_for_response(client(), id, 10, 7_000)
+        .expect("an answer within 7 s");
+    assert!(
+        (5_000..5_050).contains(&waited_ms),
+        "answered after {waited_ms} ms, not at the 5 s timeout"
+    );
     assert_eq!(
-        net.take_response(client(), id),
-        Some(Response::PartitionErrors {
+        answer,
+        Response::PartitionErrors {
             results: vec![(committed.clone(), ErrorCode::CoordinatorNotAvailable)]
-        })
+        }
     );
     let fetch = |net: &mut MiniNet| fetch_committed(net, coord, "g-t", &committed);
     assert_eq!(fetch(&mut net), None, "not committed");

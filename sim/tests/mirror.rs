@@ -874,10 +874,24 @@ fn a_zombie_hw_recovered_after_a_restart_is_still_excused_by_the_unclean_electio
     // restarts with HW 14, then follows epoch 3 and truncates to 13 (DivergingEpoch), as Kafka
     // does. The restart made the checker forget the epoch that HW was learned in, so the
     // crossed unclean epoch no longer excused the truncation (no_truncation_below_hw).
-    passes_with(
-        include_str!("capsules/single-971804-zombie-hw-kept-across-a-restart.json"),
-        Some("__transaction_state-1 ! truncate leo 14→13 hw=14 cause=DivergingEpoch"),
-        "the case needs the truncation below the recovered zombie HW",
+    //
+    // The record it drops (13, #946) is the zombie's answer to an AddPartitionsToTxn for t1-3:
+    // the producer's batch there (acknowledged at 38.8 s, once src-1 is back in t1-3's ISR)
+    // belongs to a transaction the real coordinator never knew, and its EndTxn is answered as
+    // a retry of the completed one. That is K1's second route, and the run now goes on long
+    // enough to see the hang (group writes time out at their own deadline since, which moved
+    // the liveness phase's last poll past the append). The truncation here comes before the
+    // acknowledgement, so K1's qualifier looks at when the dropped record was written.
+    let out = replay_capsule(include_str!(
+        "capsules/single-971804-zombie-hw-kept-across-a-restart.json"
+    ));
+    assert_eq!(out.kind(), "violation:lso_reaches_hw:coordinator_lost_txn");
+    let lines = out.report.map(|r| r.lines).unwrap_or_default();
+    assert!(
+        lines.iter().any(|l| {
+            l.contains("__transaction_state-1 ! truncate leo 14→13 hw=14 cause=DivergingEpoch")
+        }),
+        "the case needs the truncation below the recovered zombie HW"
     );
 }
 
@@ -980,15 +994,16 @@ fn finding_a_sync_clamped_before_a_mirror_truncation_commits_an_offset_above_the
 
 #[test]
 fn finding_latest_a_timed_out_pause_lands_under_a_later_failed_that_never_retries() {
-    // `latest`, fresh mirror seed 715100083 (shrunk to 2 faults: 14 s of packet loss, a pause
-    // of the mirror). A follower of `__mirror_state-0` whose fetch answer was lost still counts
-    // as caught up, so the HW stands still (F4's setup). The operator pauses the mirror: the
-    // leader's PAUSING write is appended and answered COORDINATOR_NOT_AVAILABLE after the
-    // prototype's `mirror.coordinator.write.timeout.ms` (5 s), which reverts nothing; the
-    // read-back returns the committed MIRRORING and every rewrite is fenced by the uncommitted
-    // PAUSING. The operator resumes; the leader stays MIRRORING. A mirror fetch lost in the
-    // packet loss times out and FAILED is written (retryable), fenced in turn until the
-    // follower fetches again: then PAUSING takes effect 18 s after it was written, and the
+    // `latest`, fresh mirror seed 715100083 (shrunk to 3 faults: 14 s of packet loss, a 2 s
+    // pause of dst-1, a pause of the mirror). A follower of `__mirror_state-0` whose fetch
+    // answer was lost still counts as caught up, so the HW stands still (F4's setup). The
+    // operator pauses the mirror: the leader's PAUSING write (23.7 s) is appended and answered
+    // COORDINATOR_NOT_AVAILABLE at the prototype's `mirror.coordinator.write.timeout.ms` (5 s,
+    // 28.7 s), which reverts nothing; the read-back returns the committed MIRRORING and every
+    // rewrite is fenced by the uncommitted PAUSING. The operator resumes; the leader stays
+    // MIRRORING. A mirror fetch lost in the packet loss times out and FAILED is written
+    // (retryable), fenced in turn until the follower fetches again: then PAUSING takes effect
+    // 12 s after it was written (35.8 s), and the
     // FAILED rewrite lands over it with PreviousState PAUSING. FAILED retries to its previous
     // state, and FAILED → PAUSING is not a valid transition (B §7.6-2): the retry is skipped
     // and none follows. The partition never mirrors again; the source's ABORT marker for an

@@ -15,6 +15,7 @@ use crate::coordinator::{
 use crate::log::producer_state::AppendOrigin;
 use crate::protocol::messages::{CoordinatorKind, CreatableTopic, TxnMarker};
 use crate::protocol::{CorrelationId, ErrorCode, NodeId, Request, Response};
+use crate::time::Instant;
 use crate::types::{BrokerId, LeaderEpoch, Offset, ProducerEpoch, ProducerId, TopicPartition};
 
 /// Internal topic of the transaction coordinator.
@@ -744,6 +745,46 @@ impl Broker {
                 }
             }
         }
+        self.arm_coordinator_write_timeout();
+    }
+
+    /// Gives every pending coordinator write (transaction, group, `__mirror_state`) its
+    /// chance to complete, fail or time out.
+    pub(super) fn complete_all_coordinator_writes(&mut self) {
+        let waiting: BTreeSet<TopicPartition> = self
+            .coord
+            .writes
+            .keys()
+            .map(|(tp, _, _)| tp.clone())
+            .collect();
+        for tp in waiting {
+            self.complete_coordinator_writes(&tp);
+        }
+        if !self.mirror_coord.writes.is_empty() {
+            self.complete_mirror_writes();
+        }
+        self.arm_coordinator_write_timeout();
+    }
+
+    /// Sets [`TimerId::CoordinatorWriteTimeout`] to the earliest timeout of a pending write
+    /// that is still waiting for its answer, or cancels it when none is. Kafka's
+    /// `CoordinatorRuntime` arms a timer task per write (`writeTimeout`), and a transaction
+    /// log append is a `DelayedProduce` with its own deadline, so a write that cannot commit
+    /// is answered at its timeout, not on the next coordinator tick.
+    pub(in crate::broker) fn arm_coordinator_write_timeout(&mut self) {
+        let coord = self.coord.writes.values().map(|w| match w {
+            CoordWrite::Txn { expires_ms, .. } | CoordWrite::Group { expires_ms, .. } => {
+                *expires_ms
+            }
+        });
+        let mirror = self.mirror_coord.writes.values().map(|w| w.expires_ms);
+        // A timed-out group write stays listed with `i64::MAX`: nobody waits for it.
+        match coord.chain(mirror).filter(|&ms| ms != i64::MAX).min() {
+            Some(ms) => self
+                .timers
+                .set(TimerId::CoordinatorWriteTimeout, Instant::from_millis(ms)),
+            None => self.timers.cancel(&TimerId::CoordinatorWriteTimeout),
+        }
     }
 
     /// Leadership of an internal partition changed: load or unload its coordinator.
@@ -836,18 +877,7 @@ impl Broker {
     /// `__mirror_state` writes stay in the log and take effect if the HW passes them), abort
     /// timed-out transactions, expire group members.
     pub(super) fn on_coordinator_tick(&mut self) {
-        let waiting: BTreeSet<TopicPartition> = self
-            .coord
-            .writes
-            .keys()
-            .map(|(tp, _, _)| tp.clone())
-            .collect();
-        for tp in waiting {
-            self.complete_coordinator_writes(&tp);
-        }
-        if !self.mirror_coord.writes.is_empty() {
-            self.complete_mirror_writes();
-        }
+        self.complete_all_coordinator_writes();
         let now_ms = self.now.as_millis();
         let parts: Vec<i32> = self.coord.txn.keys().copied().collect();
         for p in parts {

@@ -37,6 +37,7 @@ impl Broker {
             TimerId::Delayed(key) => self.expire_delayed(key),
             TimerId::CoordinatorRetry => self.on_coordinator_retry(),
             TimerId::CoordinatorTick => self.on_coordinator_tick(),
+            TimerId::CoordinatorWriteTimeout => self.complete_all_coordinator_writes(),
             TimerId::MirrorRetry => self.on_mirror_retry(),
             TimerId::MirrorSync(m) => self.on_mirror_sync_timer(&m),
             TimerId::Partition(_) => {}

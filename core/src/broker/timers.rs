@@ -34,6 +34,9 @@ pub enum TimerId {
     CoordinatorRetry,
     /// Periodic coordinator work (transaction timeouts, member expiry).
     CoordinatorTick,
+    /// The earliest write timeout of a coordinator's pending writes (transaction, group,
+    /// `__mirror_state`): `CoordinatorRuntime` gives each write its own timer task.
+    CoordinatorWriteTimeout,
     /// Re-drive mirror partitions and mirror fetches.
     MirrorRetry,
     /// KIP-1279: the metadata sync round of a mirror this broker coordinates.

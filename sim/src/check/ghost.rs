@@ -221,6 +221,18 @@ pub struct AckedWrite {
     pub transactional: bool,
     /// Event number of the ack.
     pub event_seq: u64,
+    /// The producer id that wrote it (-1 for a plain producer).
+    pub producer_id: mirror_core::types::ProducerId,
+}
+
+/// A `__transaction_state` replica dropped records (a truncation of Kafka's own, not a
+/// declared loss): coordinator writes that never committed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxnLogTruncation {
+    /// Event number of the truncation.
+    pub at: u64,
+    /// Event numbers at which the replica had appended the batches it dropped.
+    pub dropped_appended_at: Vec<u64>,
 }
 
 /// All ghost state of a run.
@@ -241,12 +253,13 @@ pub struct Ghost {
     /// [`Self::lost_to_corruption`]): a transaction whose marker went with the rotten batches
     /// stays open however far the log grows (`kafka_loss_explains_hang`).
     pub last_corruption_cut: BTreeMap<(NodeId, TopicPartition), Offset>,
-    /// Per cluster and `__transaction_state` partition, the event number of the last time a
-    /// replica of it dropped records (a truncation of Kafka's own, not a declared loss):
-    /// coordinator writes that never committed. Kafka's transaction coordinator loads its
-    /// partition up to the log end, so it may have answered clients from them
-    /// (`KafkaWorld::coordinator_lost_open_txn`).
-    pub txn_log_truncations: BTreeMap<(ClusterIdx, i32), u64>,
+    /// Per cluster and `__transaction_state` partition, every time a replica of it dropped
+    /// records. Kafka's transaction coordinator loads its partition up to the log end, so it
+    /// may have answered clients from them (`KafkaWorld::coordinator_lost_open_txn`).
+    pub txn_log_truncations: BTreeMap<(ClusterIdx, i32), Vec<TxnLogTruncation>>,
+    /// Per `__transaction_state` replica, the last offset of each batch it holds and the
+    /// event number of its append: what a truncation drops, and when it was written.
+    pub txn_log_appends: BTreeMap<(NodeId, i32), Vec<(Offset, u64)>>,
 }
 
 impl Ghost {

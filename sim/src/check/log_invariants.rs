@@ -13,7 +13,7 @@ use mirror_core::protocol::{ClusterIdx, NodeId};
 use mirror_core::types::{BrokerId, LeaderEpoch, Offset, TopicPartition};
 
 use super::Violation;
-use super::ghost::{AckedWrite, DeclaredLoss, Ghost};
+use super::ghost::{AckedWrite, DeclaredLoss, Ghost, TxnLogTruncation};
 use super::history::History;
 use super::hw_bound::{LeaderSide, leader_hw_above_isr_follower};
 use super::mirror::MirrorChecker;
@@ -162,6 +162,17 @@ impl Checker {
         let node = ctx.node;
         let cluster = node.cluster;
         self.track_leo(node, event, nodes);
+        if let Event::Appended {
+            tp, last_offset, ..
+        } = event
+            && is_txn_log(tp)
+        {
+            self.ghost
+                .txn_log_appends
+                .entry((node, tp.partition))
+                .or_default()
+                .push((*last_offset, ctx.seq));
+        }
         if let Event::Appended {
             tp,
             epoch,
@@ -326,7 +337,8 @@ impl Checker {
                 } else if let Some(v) = self.verified.get_mut(&(node, tp.clone())) {
                     *v = (*v).min(*to);
                 }
-                self.note_txn_log_truncation(ctx, cluster, tp);
+                let kept = (!matches!(event, Event::TruncatedFully { .. })).then_some(*to);
+                self.note_txn_log_truncation(ctx, tp, kept);
                 self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
             Event::Truncated {
@@ -363,11 +375,11 @@ impl Checker {
                 if let Some(v) = self.verified.get_mut(&key) {
                     *v = (*v).min(*to);
                 }
-                self.note_txn_log_truncation(ctx, cluster, tp);
+                self.note_txn_log_truncation(ctx, tp, Some(*to));
                 self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
             Event::TruncatedFully { tp, start, .. } => {
-                self.note_txn_log_truncation(ctx, cluster, tp);
+                self.note_txn_log_truncation(ctx, tp, None);
                 self.verified.insert((node, tp.clone()), *start);
                 self.check_replica(ctx, node, tp, nodes, name, ReplicaCheck::Deep)
             }
@@ -473,6 +485,7 @@ impl Checker {
                     acks: *acks,
                     transactional: *transactional,
                     event_seq: ctx.seq,
+                    producer_id: *producer_id,
                 });
                 Ok(())
             }
@@ -533,19 +546,33 @@ impl Checker {
     }
 
     /// Records a declared data-loss event and cuts the committed history at `from`.
-    /// Records that a replica of a `__transaction_state` partition dropped records
-    /// ([`crate::check::ghost::Ghost::txn_log_truncations`]).
+    /// Records that a replica of a `__transaction_state` partition dropped the records at and
+    /// above `kept` (all of them for `None`, a restart of its log), with when it had
+    /// appended them ([`crate::check::ghost::Ghost::txn_log_truncations`]).
     fn note_txn_log_truncation(
         &mut self,
         ctx: &EventCtx,
-        cluster: ClusterIdx,
         tp: &TopicPartition,
+        kept: Option<Offset>,
     ) {
-        if tp.topic.as_ref() == mirror_core::broker::coordinator_runtime::TRANSACTION_STATE_TOPIC {
-            self.ghost
-                .txn_log_truncations
-                .insert((cluster, tp.partition), ctx.seq);
+        if !is_txn_log(tp) {
+            return;
         }
+        let appends = self
+            .ghost
+            .txn_log_appends
+            .entry((ctx.node, tp.partition))
+            .or_default();
+        let keep = appends.partition_point(|(last, _)| kept.is_some_and(|k| *last < k));
+        let dropped_appended_at = appends.drain(keep..).map(|(_, at)| at).collect();
+        self.ghost
+            .txn_log_truncations
+            .entry((ctx.node.cluster, tp.partition))
+            .or_default()
+            .push(TxnLogTruncation {
+                at: ctx.seq,
+                dropped_appended_at,
+            });
     }
 
     fn declare_loss(
@@ -1189,6 +1216,11 @@ pub fn truncation_below_hw_declared(
     unclean_epochs
         .iter()
         .any(|u| hw_epoch < *u && *u <= current)
+}
+
+/// Whether `tp` is a partition of Kafka's transaction log.
+fn is_txn_log(tp: &TopicPartition) -> bool {
+    tp.topic.as_ref() == mirror_core::broker::coordinator_runtime::TRANSACTION_STATE_TOPIC
 }
 
 #[cfg(test)]

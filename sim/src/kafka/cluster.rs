@@ -1085,9 +1085,10 @@ impl KafkaWorld {
 
     /// True when the transaction `broker`'s log of `tp` holds open (the lowest one) belongs
     /// to a producer whose transaction coordinator no longer has it open on `tp`, after a
-    /// replica of that coordinator's `__transaction_state` partition dropped records written
-    /// since the transaction's first batch was acknowledged (fresh mirror seed 140445159, on
-    /// the source alone). Kafka's coordinator loads its partition up to the log end, not the
+    /// replica of that coordinator's `__transaction_state` partition dropped records after
+    /// the transaction's first batch was acknowledged (fresh mirror seed 140445159, on the
+    /// source alone) or records appended between the producer's previous acknowledged write
+    /// to `tp` and that batch's acknowledgement (fresh single-cluster seed 971804). Kafka's coordinator loads its partition up to the log end, not the
     /// HW (`TransactionStateManager.loadTransactionMetadata`; chosen in the KAFKA-5059
     /// review), and answers from that state at once: an AddPartitionsToTxn whose partitions
     /// are already in an Ongoing record it loaded gets NONE with nothing written. When that
@@ -1164,11 +1165,37 @@ impl KafkaWorld {
         else {
             return false;
         };
+        // The coordinator answered this transaction's AddPartitionsToTxn for `tp` after the
+        // producer's previous transaction on `tp` ended, so after its last write there was
+        // acknowledged; the record it answered from is one a truncation dropped then, either
+        // later (the record was still there at the ack) or already before it (a zombie's
+        // record, cut when it learned the new epoch while the produce waited for the ISR:
+        // fresh single-cluster seed 971804).
+        let previous_ack = c
+            .ghost
+            .acked
+            .iter()
+            .filter(|w| {
+                w.cluster == cluster
+                    && w.tp == *tp
+                    && w.producer_id == pid
+                    && w.event_seq < acked_at
+            })
+            .map(|w| w.event_seq)
+            .max()
+            .unwrap_or(0);
         views.iter().any(|(partition, _)| {
             c.ghost
                 .txn_log_truncations
                 .get(&(cluster, *partition))
-                .is_some_and(|at| *at > acked_at)
+                .into_iter()
+                .flatten()
+                .any(|t| {
+                    t.at > acked_at
+                        || t.dropped_appended_at
+                            .iter()
+                            .any(|a| (previous_ack + 1..acked_at).contains(a))
+                })
         })
     }
 

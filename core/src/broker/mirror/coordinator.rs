@@ -351,6 +351,7 @@ impl Broker {
             };
             self.respond(w.client.0, w.client.1, resp);
         }
+        self.arm_coordinator_write_timeout();
     }
 
     /// A mirror's configs changed: once the mirror is deleted (no config left), the hosted
