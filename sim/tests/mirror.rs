@@ -867,6 +867,22 @@ fn a_stop_whose_marker_write_finds_no_coordinator_writes_it_once_there_is_one() 
 }
 
 #[test]
+fn the_liveness_phase_waits_for_a_producer_in_flight_before_calling_the_run_converged() {
+    // Fresh single-cluster seed 971804 (shrunk to 5 faults), K1's second route: a zombie
+    // `__transaction_state-1` leader answers an AddPartitionsToTxn for t1-3 from a record it
+    // commits alone, and drops when it learns the new epoch. The producer's batch for t1-3
+    // waits for the ISR; at 37.4 s every log agreed and the liveness phase called the run
+    // converged with that produce still in flight, so the batch, appended a few ms later into
+    // a transaction the real coordinator never knew, was never seen to hang. The run is now
+    // settled only once every producer has finished what it held.
+    let out = replay_capsule(include_str!(
+        "capsules/single-971804-k1-batch-in-flight-when-the-logs-converge.json"
+    ));
+    assert_eq!(out.kind(), "violation:lso_reaches_hw:coordinator_lost_txn");
+    assert_eq!(hang_of(&out).node, "src-2");
+}
+
+#[test]
 fn a_zombie_hw_recovered_after_a_restart_is_still_excused_by_the_unclean_election() {
     // Fresh single-cluster seed 971804 (shrunk): src-1 leads `__transaction_state-1` in epoch 0
     // with ISR [1]; isolated, it is superseded by an unclean election of src-2 (epoch 1). Back

@@ -108,6 +108,11 @@ pub const MIRROR_CUT_INSIDE_TXN: &str = "mirror_cut_inside_txn";
 /// `violation:lso_reaches_hw:coordinator_lost_txn`, a finding about Kafka, not the KIP.
 pub const COORDINATOR_LOST_TXN: &str = "coordinator_lost_txn";
 
+/// The kind of a liveness failure where every log converged but a workload producer never
+/// finished the batch or transaction it held when the producers were stopped:
+/// `liveness:client_busy`.
+pub const CLIENT_BUSY: &str = "client_busy";
+
 /// The qualifier of a `synced_offset_in_bounds` violation whose destination log a declared
 /// mirror truncation cut below the synced offset
 /// ([`KafkaWorld::mirror_truncation_below`]): kind
@@ -362,10 +367,15 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
     let (verdict, site) = if let Some(v) = w.violation() {
         violated(v)
     } else {
+        // Converged means settled: the logs agree and every producer has finished what it
+        // held when the producers were stopped. A transactional batch still in flight when
+        // the logs first agree can hang its transaction after they do (fresh single-cluster
+        // seed 971804: K1's batch was appended 2 ms after the run had ended).
         let converged = w
             .wait_until(plan.liveness_ms, |w| {
                 let ops = ops.lock().map(|o| o.clone()).unwrap_or_default();
-                converge::converged(w, &plan, &ops, &held) || w.violation().is_some()
+                (converge::converged(w, &plan, &ops, &held) && w.producers_busy().is_empty())
+                    || w.violation().is_some()
             })
             .await;
         match (w.finish(), converged) {
@@ -396,6 +406,26 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
                             Violation::new("lso_reaches_hw", node, Some(&s.tp), None, s.detail);
                         v.t_micros = w.world.now().0;
                         violated(v)
+                    }
+                    // Every log converged but a producer still holds a batch or a
+                    // transaction it could not finish: a stuck client, the user's outcome.
+                    None if !w.producers_busy().is_empty() => {
+                        let names = w.world.names();
+                        let busy: Vec<String> = w
+                            .producers_busy()
+                            .into_iter()
+                            .map(|n| names.node(n))
+                            .collect();
+                        let detail = format!(
+                            "{} still hold a batch or a transaction at the end of the liveness phase",
+                            busy.join(", ")
+                        );
+                        let site = site::FailureSite {
+                            cluster: "-".into(),
+                            replica: "client".into(),
+                            stuck: Some(CLIENT_BUSY.into()),
+                        };
+                        (Verdict::Liveness { detail }, Some(site))
                     }
                     stuck => {
                         let site = site::of_stuck(&w, &plan, &ops, stuck.as_ref());

@@ -276,6 +276,28 @@ impl KafkaWorld {
         }
     }
 
+    /// The workload producers that still have a batch or a transaction in hand (closed ones
+    /// finish what they hold: [`crate::workload::producer::Producer::is_done`]).
+    #[must_use]
+    pub fn producers_busy(&self) -> Vec<NodeId> {
+        let mut busy = Vec::new();
+        let down = self.world.down_nodes();
+        for id in lock(&self.workload).iter().copied() {
+            if down.contains(&id) {
+                continue;
+            }
+            let arc = self.world.node_state(id);
+            let g = lock(&arc);
+            if let SimNode::Client(c) = &*g
+                && let Some(p) = c.as_producer()
+                && !p.is_done()
+            {
+                busy.push(id);
+            }
+        }
+        busy
+    }
+
     /// Starts another client node built by `make` (also on restarts).
     pub fn add_client(
         &self,
