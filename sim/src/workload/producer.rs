@@ -278,8 +278,10 @@ impl PartState {
 
     /// Nothing for a per-step pass to do here: no batch waiting to be sent (every batch is
     /// in flight, or there is none) and no pending drain. A pass that visits an idle
-    /// partition changes nothing and plans no timer: sending, expiry and the timer plan all
-    /// look only at batches not in flight (an in-flight batch is judged by its answer).
+    /// partition changes nothing and plans no timer: its batches are judged by their answers
+    /// or their request timeout. (Expiry at `delivery.timeout.ms` covers an in-flight batch at
+    /// the front of a queue that still has batches to send; a queue all in flight expires at
+    /// its request timeout at the latest, which Kafka keeps below the delivery timeout.)
     fn is_idle(&self) -> bool {
         self.in_flight_count == self.queue.len() && !self.draining
     }
@@ -648,6 +650,17 @@ impl Producer {
                 break;
             }
         }
+        // A batch whose leader is unknown asks for a refresh while it is being sent, after
+        // this step's metadata poll: Kafka's sender sends that request in the same pass
+        // (`NetworkClient.poll` → `maybeUpdate` after `sendProducerData`). Left for the next
+        // step, its due time is already past when `poll_timeout` is asked, so a producer with
+        // nothing else to do slept until its batch expired (fresh mirror seed 717000823: 120 s
+        // without a send after a leader change).
+        if self.fatal.is_none()
+            && let Some((to, req)) = self.meta.poll_request(now)
+        {
+            self.wire.send(now, to, req, Tag::Metadata);
+        }
     }
 
     fn drive_identity(&mut self, now: Instant) {
@@ -1010,7 +1023,7 @@ impl Producer {
             loop {
                 let state = self.parts.at(k);
                 match state.queue.front() {
-                    Some(b) if !b.in_flight && now >= b.created.plus_millis(timeout) => {
+                    Some(b) if now >= b.created.plus_millis(timeout) => {
                         let err = if b.last_error.is_ok() {
                             ErrorCode::RequestTimedOut
                         } else {
@@ -1515,7 +1528,7 @@ impl Producer {
             {
                 consider(b.retry_at);
             }
-            if let Some(b) = s.queue.front().filter(|b| !b.in_flight) {
+            if let Some(b) = s.queue.front() {
                 consider(b.created.plus_millis(self.cfg.delivery_timeout_ms));
             }
         }
