@@ -268,7 +268,15 @@ fn passes_with(json: &str, needle: Option<&str>, why: &str) {
         out.verdict
     );
     if let Some(needle) = needle {
-        let lines = out.report.map(|r| r.lines).unwrap_or_default();
+        assert_report_has(&out, &[(needle, why)]);
+    }
+}
+
+/// Asserts that a line of the replay's report contains each needle; its `why` says what the
+/// case needs that line for.
+fn assert_report_has(out: &mirror_sim::chaos::ChaosOutcome, needles: &[(&str, &str)]) {
+    let lines = out.report.as_ref().map_or(&[][..], |r| r.lines.as_slice());
+    for (needle, why) in needles {
         assert!(lines.iter().any(|l| l.contains(needle)), "{why}");
     }
 }
@@ -726,12 +734,12 @@ fn finding_a_hole_from_a_cut_inside_its_own_batch_leads_the_failback_mirror() {
         "{:?}",
         out.verdict
     );
-    let lines = out.report.map(|r| r.lines).unwrap_or_default();
-    assert!(
-        lines.iter().any(
-            |l| l.contains("src-2  t0-3         ! truncate leo 33→1 hw=0 cause=DivergingEpoch")
-        ),
-        "the case needs src-2's truncation inside its own batch"
+    assert_report_has(
+        &out,
+        &[(
+            "src-2  t0-3         ! truncate leo 33→1 hw=0 cause=DivergingEpoch",
+            "the case needs src-2's truncation inside its own batch",
+        )],
     );
 }
 
@@ -902,12 +910,12 @@ fn a_zombie_hw_recovered_after_a_restart_is_still_excused_by_the_unclean_electio
         "capsules/single-971804-zombie-hw-kept-across-a-restart.json"
     ));
     assert_eq!(out.kind(), "violation:lso_reaches_hw:coordinator_lost_txn");
-    let lines = out.report.map(|r| r.lines).unwrap_or_default();
-    assert!(
-        lines.iter().any(|l| {
-            l.contains("__transaction_state-1 ! truncate leo 14→13 hw=14 cause=DivergingEpoch")
-        }),
-        "the case needs the truncation below the recovered zombie HW"
+    assert_report_has(
+        &out,
+        &[(
+            "__transaction_state-1 ! truncate leo 14→13 hw=14 cause=DivergingEpoch",
+            "the case needs the truncation below the recovered zombie HW",
+        )],
     );
 }
 
@@ -999,12 +1007,12 @@ fn finding_a_sync_clamped_before_a_mirror_truncation_commits_an_offset_above_the
         out.kind(),
         "violation:synced_offset_in_bounds:under_mirror_truncation"
     );
-    let lines = out.report.map(|r| r.lines).unwrap_or_default();
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.contains("dst-1  t0-3         ! truncate leo 11→10 hw=11 cause=Mirror")),
-        "the case needs the mirror truncation under the synced offset"
+    assert_report_has(
+        &out,
+        &[(
+            "dst-1  t0-3         ! truncate leo 11→10 hw=11 cause=Mirror",
+            "the case needs the mirror truncation under the synced offset",
+        )],
     );
 }
 
@@ -1028,18 +1036,18 @@ fn finding_latest_a_timed_out_pause_lands_under_a_later_failed_that_never_retrie
         "capsules/mirror-latest-715100083-timed-out-pause-lands-under-a-later-failed.json"
     ));
     assert_eq!(out.kind(), "violation:lso_reaches_hw");
-    let lines = out.report.map(|r| r.lines).unwrap_or_default();
-    for (needle, why) in [
-        (
-            "MIRRORING→PAUSING se=3",
-            "the timed-out PAUSING takes effect late",
-        ),
-        ("PAUSING→FAILED se=4", "FAILED lands over it"),
-        (
-            "FAILED retry 0 skipped: FAILED→PAUSING is not a valid transition",
-            "the retry to the previous state is skipped",
-        ),
-    ] {
-        assert!(lines.iter().any(|l| l.contains(needle)), "{why}");
-    }
+    assert_report_has(
+        &out,
+        &[
+            (
+                "MIRRORING→PAUSING se=3",
+                "the timed-out PAUSING takes effect late",
+            ),
+            ("PAUSING→FAILED se=4", "FAILED lands over it"),
+            (
+                "FAILED retry 0 skipped: FAILED→PAUSING is not a valid transition",
+                "the retry to the previous state is skipped",
+            ),
+        ],
+    );
 }

@@ -53,8 +53,12 @@ pub struct Timers {
 }
 
 impl Timers {
-    /// Sets (or moves) a timer.
+    /// Sets (or moves) a timer. Setting it to the instant it already has changes nothing
+    /// (callers re-arm after every change that may move a deadline, most of which do not).
     pub fn set(&mut self, id: TimerId, at: Instant) {
+        if self.by_id.get(&id) == Some(&at) {
+            return;
+        }
         if let Some(old) = self.by_id.insert(id.clone(), at) {
             self.by_time.remove(&(old, id.clone()));
         }

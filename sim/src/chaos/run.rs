@@ -384,6 +384,7 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
             (None, false) => {
                 let ops = snapshot();
                 let stuck = converge::stuck(&w, &plan, &ops, &held);
+                let busy = w.producers_busy();
                 match stuck {
                     // Converged, but for a source HW Kafka leaves below its LEO until a next
                     // write that never comes (`converge::stuck_below_source_hw`).
@@ -409,13 +410,9 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
                     }
                     // Every log converged but a producer still holds a batch or a
                     // transaction it could not finish: a stuck client, the user's outcome.
-                    None if !w.producers_busy().is_empty() => {
+                    None if !busy.is_empty() => {
                         let names = w.world.names();
-                        let busy: Vec<String> = w
-                            .producers_busy()
-                            .into_iter()
-                            .map(|n| names.node(n))
-                            .collect();
+                        let busy: Vec<String> = busy.into_iter().map(|n| names.node(n)).collect();
                         let detail = format!(
                             "{} still hold a batch or a transaction at the end of the liveness phase",
                             busy.join(", ")

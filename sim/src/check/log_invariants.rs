@@ -545,7 +545,6 @@ impl Checker {
         self.leo_seen.insert((node, tp.clone()), (leo, mark));
     }
 
-    /// Records a declared data-loss event and cuts the committed history at `from`.
     /// Records that a replica of a `__transaction_state` partition dropped the records at and
     /// above `kept` (all of them for `None`, a restart of its log), with when it had
     /// appended them ([`crate::check::ghost::Ghost::txn_log_truncations`]).
@@ -575,6 +574,7 @@ impl Checker {
             });
     }
 
+    /// Records a declared data-loss event and cuts the committed history at `from`.
     fn declare_loss(
         &mut self,
         ctx: &EventCtx,
