@@ -559,6 +559,37 @@ fn a_failback_start_whose_answer_was_lost_is_waited_for() {
 }
 
 #[test]
+fn finding_a_stale_leaders_acks_1_tail_cut_at_a_mid_batch_log_start_never_rejoins_the_isr() {
+    // K2 (Kafka) with no declared loss, fresh single-cluster chaos seed 718001077 (shrunk to
+    // 4 faults). src-1 leads t0-0 (RF 2, min ISR 1) cut off from the controller while src-2
+    // is down: the ISR cannot shrink, the HW stays at 150, and src-1 appends 150..439 in
+    // epoch 0 for an acks=1 producer. Fenced, it is replaced by src-2 in a clean election
+    // (epoch 3, writing from 150): the acks=1 tail was never committed and may go. A
+    // DeleteRecords to 275 leaves src-2's epoch cache {3@275}; src-1, back, fetches with
+    // LastFetchedEpoch 0, is told that epoch ends at 275, truncates 440 -> 275 inside
+    // src-2's batch 270..279, and every later fetch returns that batch, which Kafka appends
+    // only into an empty log. src-1 never rejoins the ISR.
+    let out = replay_capsule(include_str!(
+        "capsules/single-718001077-stale-leaders-acks1-tail-cut-at-a-mid-batch-log-start.json"
+    ));
+    assert_eq!(out.kind(), "liveness:isr_short:cut_at_mid_batch_log_start");
+    assert!(out.losses.by_cause.is_empty(), "{:?}", out.losses);
+    assert_report_has(
+        &out,
+        &[
+            (
+                "src-2  t0-0         log start=275",
+                "the case needs the mid-batch log start",
+            ),
+            (
+                "src-1  t0-0         ! truncate leo 440→275 hw=150 cause=DivergingEpoch",
+                "the case needs the stale leader cut at the log start",
+            ),
+        ],
+    );
+}
+
+#[test]
 fn a_power_loss_that_brings_back_a_truncated_tail_of_the_same_length_is_a_lossy_restart() {
     // Fresh mirror chaos seed 913900 (shrunk; a checker false positive). At the failback
     // src-1, a follower of the mirror leader src-2, truncates its own epoch-0 tail 30 -> 20
@@ -794,18 +825,24 @@ fn the_stops_lso_cut_at_the_log_end_keeps_the_leaders_own_epoch() {
 }
 
 #[test]
-fn a_follower_kafka_cannot_bring_back_after_a_declared_loss_is_not_a_stuck_model() {
-    // Single-cluster chaos seed 6430 (shrunk, re-timed for KIP-227 fetch sessions): bit rot
-    // on the last ISR member (a declared loss) lets src-5 rewrite t0-0 from 110; a
-    // DeleteRecords then puts the log start at 155, inside batch 150..159. src-4 truncates to
-    // exactly 155 (the leader's epoch cache, cut from the start, says its old epoch ends
-    // there) and keeps its own 110..154; Kafka takes the straddling batch only into an empty
-    // log, so it never catches up (`kafka_loss_explains_stuck_follower`; without that check
-    // the run is reported stuck, isr_short).
-    passes_with(
-        include_str!("capsules/single-6430-follower-stuck-below-a-mid-batch-log-start.json"),
-        Some("src-5  t0-0         log start=155"),
-        "the case needs the mid-batch log start",
+fn finding_a_follower_cut_at_a_mid_batch_log_start_never_rejoins_the_isr() {
+    // K2 (Kafka), single-cluster chaos seed 6430 (shrunk, re-timed for KIP-227 fetch
+    // sessions): bit rot on the last ISR member (a declared loss) lets src-5 rewrite t0-0 from
+    // 110; a DeleteRecords then puts the log start at 155, inside batch 150..159. src-4
+    // truncates to exactly 155 (the leader's epoch cache, cut from the start, says its old
+    // epoch ends there) and keeps its own 110..154; Kafka takes the straddling batch only
+    // into an empty log, so src-4 never rejoins the ISR. Without the K2 qualifier
+    // (`KafkaWorld::follower_cut_at_mid_batch_log_start`) the kind is the bare isr_short.
+    let out = replay_capsule(include_str!(
+        "capsules/single-6430-follower-stuck-below-a-mid-batch-log-start.json"
+    ));
+    assert_eq!(out.kind(), "liveness:isr_short:cut_at_mid_batch_log_start");
+    assert_report_has(
+        &out,
+        &[(
+            "src-5  t0-0         log start=155",
+            "the case needs the mid-batch log start",
+        )],
     );
 }
 

@@ -40,6 +40,11 @@ pub struct Stuck {
 /// outcome.
 pub const LSO_BELOW_HW: &str = "lso_below_hw";
 
+/// The [`Stuck::kind`] of a partition whose followers out of the ISR are all cut at the
+/// leader's mid-batch log start ([`KafkaWorld::follower_cut_at_mid_batch_log_start`]): K2,
+/// a finding about Kafka (kind `liveness:isr_short:cut_at_mid_batch_log_start`).
+pub const ISR_SHORT_CUT_AT_MID_BATCH_LOG_START: &str = "isr_short:cut_at_mid_batch_log_start";
+
 /// `None` when the run converged (the cluster side first, then the mirror).
 /// A broker in `held` (the persistent partial fault) is not expected in any ISR.
 pub(super) fn stuck(
@@ -392,22 +397,28 @@ fn cluster_stuck(
                     format!("{tp} leader state missing"),
                 );
             };
-            // A follower Kafka itself can never bring back after one of its declared losses
-            // (`KafkaWorld::kafka_loss_explains_stuck_follower`) is not the model's to fix.
-            let replicas: Vec<BrokerId> = replicas
-                .into_iter()
-                .filter(|r| Some(*r) != held)
-                .filter(|r| {
-                    *r == leader
-                        || (isr.contains(r) && w.replica_offsets(c0, *r, &tp) == Some((leo, hw)))
-                        || !w.kafka_loss_explains_stuck_follower(c0, leader, *r, &tp)
-                })
+            let replicas: Vec<BrokerId> =
+                replicas.into_iter().filter(|r| Some(*r) != held).collect();
+            let out: Vec<BrokerId> = replicas
+                .iter()
+                .filter(|r| !isr.contains(r))
+                .copied()
                 .collect();
-            if replicas.iter().any(|r| !isr.contains(r)) {
-                let out = replicas.iter().find(|r| !isr.contains(r)).copied();
+            if let Some(&first) = out.first() {
+                // K2: followers Kafka itself can never bring back, each cut at the leader's
+                // mid-batch log start, are a finding about Kafka with its own kind; any
+                // other follower out of the ISR keeps the bare kind.
+                let kind = if out
+                    .iter()
+                    .all(|r| w.follower_cut_at_mid_batch_log_start(c0, leader, *r, &tp))
+                {
+                    ISR_SHORT_CUT_AT_MID_BATCH_LOG_START
+                } else {
+                    "isr_short"
+                };
                 return at(
-                    out,
-                    "isr_short",
+                    Some(first),
+                    kind,
                     format!("{tp} ISR {isr:?} of replicas {replicas:?}"),
                 );
             }

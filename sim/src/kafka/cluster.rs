@@ -1241,29 +1241,31 @@ impl KafkaWorld {
         own(a).intersection(&own(b)).copied().collect()
     }
 
-    /// True when one of Kafka's own declared losses explains why `replica` of `tp` in
-    /// `cluster` cannot catch up with `leader` (see [`kafka_loss_explains_stuck_follower`]).
+    /// True when `replica` of `tp` in `cluster` is cut at `leader`'s mid-batch log start
+    /// and Kafka can never bring it back (K2, see [`follower_cut_at_mid_batch_log_start`]).
     #[must_use]
-    pub fn kafka_loss_explains_stuck_follower(
+    pub fn follower_cut_at_mid_batch_log_start(
         &self,
         cluster: ClusterIdx,
         leader: BrokerId,
         replica: BrokerId,
         tp: &TopicPartition,
     ) -> bool {
-        let losses = lock(&self.checker).ghost.losses.clone();
-        let bounds = self
+        let cut = self
             .with_broker(cluster, replica, |b| {
-                b.partition(tp)
-                    .map(|p| (p.log.log_start_offset(), p.log.log_end_offset()))
+                b.partition(tp).map(|p| FollowerCut {
+                    log_start: p.log.log_start_offset(),
+                    log_end: p.log.log_end_offset(),
+                    latest_epoch: p.log.epoch_cache().latest_epoch(),
+                })
             })
             .flatten();
-        let Some(bounds) = bounds else {
+        let Some(cut) = cut else {
             return false;
         };
         self.with_broker(cluster, leader, |b| {
             b.partition(tp)
-                .is_some_and(|p| kafka_loss_explains_stuck_follower(&losses, tp, &p.log, bounds))
+                .is_some_and(|p| follower_cut_at_mid_batch_log_start(&p.log, &cut))
         })
         .unwrap_or(false)
     }
@@ -1443,43 +1445,48 @@ fn marker_cut_after_txn_began(
         .any(|m| m.producer_id == pid && m.producer_epoch >= epoch && m.timestamp_ms >= began_ms)
 }
 
-/// True when one of Kafka's own declared losses in `losses` (not a KIP-1279 mirror
-/// truncation) explains a follower that can never catch up with `leader`: Kafka's own dead
-/// end, not a stuck model (single-cluster chaos seed 6430).
+/// A follower's log as [`follower_cut_at_mid_batch_log_start`] judges it.
+#[derive(Clone, Copy, Debug)]
+struct FollowerCut {
+    log_start: mirror_core::types::Offset,
+    log_end: mirror_core::types::Offset,
+    latest_epoch: Option<mirror_core::types::LeaderEpoch>,
+}
+
+/// K2, a finding about Kafka: a follower that holds history the leader rewrote (a stale
+/// leader's acks=1 tail, a declared loss on the last ISR member, an unclean election) and
+/// whose divergence point a DeleteRecords then moved below the leader's log start can never
+/// rejoin the ISR (single-cluster chaos seeds 6430, 718001077).
 ///
-/// The loss (the last ISR member's unflushed or rotten tail) let the leader rewrite history
-/// the follower still holds. Then a DeleteRecords moved the leader's log start into a batch.
 /// Kafka's `LeaderEpochFileCache.truncateFromStart` moves the first remaining entry's start
-/// up to the new log start, so the leader answers the follower's older epoch with "ends at
-/// the log start" (`endOffsetFor`: no floor entry, the next entry's start). The follower
-/// truncates to exactly the log start, keeps its own records below it, and fetches there.
-/// The leader returns the batch that straddles the log start. Kafka appends a batch that
-/// begins below the LEO only into an empty log (`Partition.doAppendRecordsToFollower
-/// OrFutureReplica`, UnexpectedAppendOffsetException, handled when LEO == log start).
-/// This follower's log is not empty, so Kafka marks the partition failed (KIP-461) and
-/// the follower never rejoins the ISR.
+/// up to the new log start, so the leader answers an epoch older than all of its cache with
+/// "ends at the log start" (`endOffsetFor`: no floor entry, the next entry's start). The
+/// follower truncates to exactly the log start, keeps its own records below it, and fetches
+/// there. The leader returns the batch that straddles the log start. Kafka appends a batch
+/// that begins below the LEO only into an empty log (`Partition.doAppendRecordsToFollower
+/// OrFutureReplica`, UnexpectedAppendOffsetException, KAFKA-6975's restart applies only when
+/// LEO == log start). This follower's log is not empty, so Kafka marks the partition failed
+/// and the follower never rejoins the ISR (the model backs off and retries instead: the
+/// same outcome).
 ///
-/// All of these must hold: a Kafka declared loss of `tp` below the leader's log start; a
-/// first leader batch that straddles the log start; and a replica whose LEO is the leader's
-/// log start while its own log starts below it (`(log start, LEO)` of the replica).
-fn kafka_loss_explains_stuck_follower(
-    losses: &[DeclaredLoss],
-    tp: &TopicPartition,
+/// All of these must hold: the leader's first batch straddles its log start; the follower's
+/// LEO is that log start while its own log starts below it; and the follower's latest epoch
+/// is older than every epoch the leader's cache holds (so `endOffsetFor` gave the log start).
+fn follower_cut_at_mid_batch_log_start(
     leader: &mirror_core::log::partition_log::PartitionLog,
-    (replica_start, replica_end): (mirror_core::types::Offset, mirror_core::types::Offset),
+    follower: &FollowerCut,
 ) -> bool {
     let start = leader.log_start_offset();
     let straddles = leader
         .batches()
         .next()
         .is_some_and(|b| b.base_offset() < start && start <= b.last_offset());
-    let stuck = replica_end == start && replica_start < start;
-    let suffix = format!(":{tp}");
-    straddles
-        && stuck
-        && losses.iter().any(|l| {
-            !l.is_mirror_truncation() && l.partition.ends_with(&suffix) && l.from_offset < start.0
-        })
+    let cut = follower.log_end == start && follower.log_start < start;
+    let older = match (follower.latest_epoch, leader.epoch_cache().earliest_entry()) {
+        (Some(f), Some(l)) => f < l.epoch,
+        _ => false,
+    };
+    straddles && cut && older
 }
 
 /// Makes the checker (and the recorder, if any) the world's observer.
@@ -1739,14 +1746,14 @@ mod hang_tests {
         ));
     }
 
-    /// `n` batches of `size` records from offset 0 in epoch 0.
-    fn log_of(n: usize, size: usize) -> PartitionLog {
+    /// `n` batches of `size` records from offset 0 in `epoch`.
+    fn log_of(n: usize, size: usize, epoch: i32) -> PartitionLog {
         let mut log = PartitionLog::new(LogConfig::default());
         let recs: Vec<SimpleRecord> = (0..size).map(|_| SimpleRecord::value(0, "x")).collect();
         for _ in 0..n {
             log.append_as_leader(
                 &BatchBuilder::new().build(&recs),
-                LeaderEpoch(0),
+                LeaderEpoch(epoch),
                 AppendOrigin::Client,
             )
             .expect("append");
@@ -1755,53 +1762,43 @@ mod hang_tests {
     }
 
     #[test]
-    fn a_kafka_loss_explains_a_follower_stuck_below_a_mid_batch_log_start() {
-        let tp = TopicPartition::new("t0", 0);
-        let explains = |losses: &[DeclaredLoss], leader: &PartitionLog, replica: &PartitionLog| {
-            super::kafka_loss_explains_stuck_follower(
-                losses,
-                &tp,
+    fn a_follower_cut_at_a_mid_batch_log_start_older_than_every_leader_epoch_is_stuck_for_good() {
+        use mirror_core::types::Offset;
+        let cut = |leader: &PartitionLog, follower: &PartitionLog| {
+            super::follower_cut_at_mid_batch_log_start(
                 leader,
-                (replica.log_start_offset(), replica.log_end_offset()),
+                &super::FollowerCut {
+                    log_start: follower.log_start_offset(),
+                    log_end: follower.log_end_offset(),
+                    latest_epoch: follower.epoch_cache().latest_epoch(),
+                },
             )
         };
-        // Leader 0..159 in batches of 10, log start moved into batch 150..159.
-        let mut leader = log_of(16, 10);
-        leader.update_high_watermark(mirror_core::types::Offset(160));
+        // Leader 0..159 in epoch 3, batches of 10, log start moved into batch 150..159.
+        let mut leader = log_of(16, 10, 3);
+        leader.update_high_watermark(Offset(160));
         leader
-            .maybe_increment_log_start_offset(mirror_core::types::Offset(155))
+            .maybe_increment_log_start_offset(Offset(155))
             .expect("delete records");
-        // Follower: its own 0..154, cut at the leader's log start.
-        let stuck = log_of(31, 5);
-        assert_eq!(stuck.log_end_offset().0, 155);
-        let lost = [loss("0:t0-0", 40, "corrupt_batch_on_last_isr_member")];
-        assert!(explains(&lost, &leader, &stuck));
-        // Forbidden: no declared loss, or only a mirror truncation.
-        assert!(!explains(&[], &leader, &stuck));
-        assert!(!explains(
-            &[loss("0:t0-0", 40, "mirror_truncation")],
-            &leader,
-            &stuck
-        ));
-        // Forbidden: a loss of another partition, or one above the log start.
-        assert!(!explains(
-            &[loss("0:t0-1", 40, "unclean_election")],
-            &leader,
-            &stuck
-        ));
-        assert!(!explains(
-            &[loss("0:t0-0", 155, "unclean_election")],
-            &leader,
-            &stuck
-        ));
-        // Forbidden: a follower elsewhere than the log start (it is merely behind).
-        assert!(!explains(&lost, &leader, &log_of(30, 5)));
-        // Forbidden: a batch-aligned log start (Kafka's fetch then starts at a batch).
-        let mut aligned = log_of(16, 10);
-        aligned.update_high_watermark(mirror_core::types::Offset(160));
+        // Follower: its own epoch-0 0..154, cut at the leader's log start.
+        let stuck = log_of(31, 5, 0);
+        assert_eq!(stuck.log_end_offset(), Offset(155));
+        assert!(cut(&leader, &stuck));
+        // Not K2: a follower in an epoch the leader's cache holds (`endOffsetFor` answers
+        // from that epoch, not from the log start).
+        assert!(!cut(&leader, &log_of(31, 5, 3)));
+        // Not K2: a follower elsewhere than the log start (it is merely behind).
+        assert!(!cut(&leader, &log_of(30, 5, 0)));
+        // Not K2: an empty follower restarted at the log start (KAFKA-6975 handles it).
+        let mut empty = PartitionLog::new(LogConfig::default());
+        empty.truncate_fully_and_start_at(Offset(155), None);
+        assert!(!cut(&leader, &empty));
+        // Not K2: a batch-aligned log start (Kafka's fetch then starts at a batch).
+        let mut aligned = log_of(16, 10, 3);
+        aligned.update_high_watermark(Offset(160));
         aligned
-            .maybe_increment_log_start_offset(mirror_core::types::Offset(150))
+            .maybe_increment_log_start_offset(Offset(150))
             .expect("delete records");
-        assert!(!explains(&lost, &aligned, &log_of(30, 5)));
+        assert!(!cut(&aligned, &log_of(30, 5, 0)));
     }
 }
