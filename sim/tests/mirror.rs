@@ -559,6 +559,31 @@ fn a_failback_start_whose_answer_was_lost_is_waited_for() {
 }
 
 #[test]
+fn the_liveness_phase_finds_a_producer_that_never_finishes_a_batch() {
+    // Checker teeth for `liveness:client_busy`: fresh mirror seed 717000823 (shrunk to 2
+    // faults with the bug planted) with the workload producer's bug fixed there undone. A
+    // batch whose leader is unknown asks for a metadata refresh while it is being sent; left
+    // for the next step, whose due time is then already past, the producer sleeps until the
+    // batch expires (delivery.timeout.ms, 120 s), after every log has converged. The
+    // liveness phase waits for producers in flight, so it ends with the producer named; the
+    // same capsule without the planted bug passes.
+    let json =
+        include_str!("capsules/mirror-717000823-producer-defers-metadata-refresh-planted.json");
+    let plan: mirror_sim::chaos::ChaosPlan = serde_json::from_str(json).unwrap();
+    let planted = mirror_sim::chaos::ChaosOptions {
+        ablation_producer_defers_metadata_refresh: true,
+        ..mirror_sim::chaos::ChaosOptions::default()
+    };
+    let out = mirror_sim::chaos::run_plan(plan, &planted);
+    assert_eq!(out.kind(), "liveness:client_busy");
+    let mirror_sim::chaos::Verdict::Liveness { detail } = &out.verdict else {
+        unreachable!("the kind says liveness")
+    };
+    assert!(detail.ends_with(": src-c6"), "{detail}");
+    passes_with(json, None, "");
+}
+
+#[test]
 fn finding_a_stale_leaders_acks_1_tail_cut_at_a_mid_batch_log_start_never_rejoins_the_isr() {
     // K2 (Kafka) with no declared loss, fresh single-cluster chaos seed 718001077 (shrunk to
     // 4 faults). src-1 leads t0-0 (RF 2, min ISR 1) cut off from the controller while src-2

@@ -53,6 +53,9 @@ fn start_client(
     seed: u64,
 ) -> NodeId {
     let brokers = w.broker_ids(cluster);
+    let defers_refresh = w.spec().clusters[cluster.0 as usize]
+        .tuning
+        .ablation_producer_defers_metadata_refresh;
     match c.clone() {
         ClientPlan::Producer {
             topic,
@@ -71,6 +74,7 @@ fn start_client(
                 cfg.records_per_second = f64::from(rate);
                 cfg.max_in_flight = usize::from(max_in_flight);
                 cfg.seed = seed;
+                cfg.ablation_defers_metadata_refresh = defers_refresh;
                 ClientNode::Producer(Box::new(Producer::new(cfg)))
             })
         }
@@ -94,6 +98,7 @@ fn start_client(
                 };
                 cfg.max_in_flight = usize::from(max_in_flight);
                 cfg.seed = seed;
+                cfg.ablation_defers_metadata_refresh = defers_refresh;
                 ClientNode::Producer(Box::new(Producer::new(cfg)))
             })
         }

@@ -144,6 +144,9 @@ pub struct ChaosOptions {
     pub ablation_hw_ignores_isr: bool,
     /// Planted bug: recovery leaves a torn tail in the file (`recovery_idempotent` finds it).
     pub ablation_recovery_keeps_torn_tail: bool,
+    /// Planted bug: workload producers defer a metadata refresh asked for while sending
+    /// (`liveness:client_busy` finds it).
+    pub ablation_producer_defers_metadata_refresh: bool,
     /// Keep verbose trace lines.
     pub verbose_trace: bool,
     /// Draw two-cluster KIP-1279 plans (`ChaosPlan::mirror`) instead of single-cluster ones.
@@ -249,6 +252,8 @@ fn spec_of(plan: &ChaosPlan, opts: &ChaosOptions) -> KafkaWorldSpec {
             c.tuning.log_flush_interval_ms = plan.log_flush_interval_ms;
             c.tuning.ablation_hw_ignores_isr = opts.ablation_hw_ignores_isr;
             c.tuning.ablation_recovery_keeps_torn_tail = opts.ablation_recovery_keeps_torn_tail;
+            c.tuning.ablation_producer_defers_metadata_refresh =
+                opts.ablation_producer_defers_metadata_refresh;
             c.tuning.mirror_design = Some(plan.design.clone());
             c
         })
@@ -414,7 +419,8 @@ async fn execute(plan: ChaosPlan, opts: ChaosOptions) -> Executed {
                         let names = w.world.names();
                         let busy: Vec<String> = busy.into_iter().map(|n| names.node(n)).collect();
                         let detail = format!(
-                            "{} still hold a batch or a transaction at the end of the liveness phase",
+                            "producers still holding a batch or a transaction at the end of \
+                             the liveness phase: {}",
                             busy.join(", ")
                         );
                         let site = site::FailureSite {

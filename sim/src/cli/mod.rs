@@ -48,7 +48,8 @@ pub enum Command {
         /// One JSON object per seed on stdout (for CI).
         #[arg(long)]
         json: bool,
-        /// Plant a bug to check the checkers: `hw-ignores-isr`, `recovery-keeps-torn-tail`.
+        /// Plant a bug to check the checkers: `hw-ignores-isr`, `recovery-keeps-torn-tail`,
+        /// `producer-defers-metadata-refresh`.
         #[arg(long)]
         ablation: Option<String>,
         /// Two clusters with KIP-1279 mirroring (faults on both, stop / pause / failback).
@@ -301,8 +302,13 @@ fn options(ablation: Option<&str>) -> Result<ChaosOptions, CliError> {
             ablation_recovery_keeps_torn_tail: true,
             ..ChaosOptions::default()
         }),
+        Some("producer-defers-metadata-refresh") => Ok(ChaosOptions {
+            ablation_producer_defers_metadata_refresh: true,
+            ..ChaosOptions::default()
+        }),
         Some(other) => Err(CliError::BadArgument(format!(
-            "--ablation: unknown `{other}` (known: hw-ignores-isr, recovery-keeps-torn-tail)"
+            "--ablation: unknown `{other}` (known: hw-ignores-isr, recovery-keeps-torn-tail, \
+             producer-defers-metadata-refresh)"
         ))),
     }
 }

@@ -43,6 +43,10 @@ pub struct BrokerTuning {
     /// teeth for `recovery_idempotent`).
     #[serde(default)]
     pub ablation_recovery_keeps_torn_tail: bool,
+    /// Planted bug in this cluster's workload producers, not its brokers
+    /// (`ProducerConfig::ablation_defers_metadata_refresh`).
+    #[serde(default)]
+    pub ablation_producer_defers_metadata_refresh: bool,
     /// KIP-1279 design preset and ablations (`seed`, `latest`, `seed-no-pid-reset`, ...;
     /// kip1279.md A.3). `None` = the default design (seed).
     #[serde(default)]
@@ -59,6 +63,7 @@ impl Default for BrokerTuning {
             kip966_min_isr_gate: true,
             ablation_hw_ignores_isr: false,
             ablation_recovery_keeps_torn_tail: false,
+            ablation_producer_defers_metadata_refresh: false,
             mirror_design: None,
         }
     }

@@ -105,6 +105,9 @@ pub struct ProducerConfig {
     pub max_buffered_records: usize,
     /// `max.in.flight.requests.per.connection`: batches in flight per partition (1..=5).
     pub max_in_flight: usize,
+    /// Planted bug (checker teeth for `liveness:client_busy`): a metadata refresh asked for
+    /// while sending waits for the next step, as before the fix of fresh seed 717000823.
+    pub ablation_defers_metadata_refresh: bool,
 }
 
 impl ProducerConfig {
@@ -141,6 +144,7 @@ impl ProducerConfig {
             transaction_timeout_ms: 60_000,
             max_buffered_records: 10_000,
             max_in_flight: 1,
+            ablation_defers_metadata_refresh: false,
         }
     }
 }
@@ -657,6 +661,7 @@ impl Producer {
         // nothing else to do slept until its batch expired (fresh mirror seed 717000823: 120 s
         // without a send after a leader change).
         if self.fatal.is_none()
+            && !self.cfg.ablation_defers_metadata_refresh
             && let Some((to, req)) = self.meta.poll_request(now)
         {
             self.wire.send(now, to, req, Tag::Metadata);
