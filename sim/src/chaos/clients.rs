@@ -53,7 +53,7 @@ fn start_client(
     seed: u64,
 ) -> NodeId {
     let brokers = w.broker_ids(cluster);
-    let defers_refresh = w.spec().clusters[cluster.0 as usize]
+    let defers_refresh = w.spec().clusters[usize::from(cluster.0)]
         .tuning
         .ablation_producer_defers_metadata_refresh;
     match c.clone() {

@@ -62,8 +62,9 @@ pub(super) fn converged(w: &KafkaWorld, plan: &ChaosPlan, ops: &MirrorOps, held:
     stuck_judged(w, plan, ops, held, false, false).is_none()
 }
 
-/// `detailed` works out which way mirrored logs differ ([`shared_epoch_split`]); without
-/// it they are `logs_differ` (only whether the run is stuck is asked).
+/// `detailed` works out which way mirrored logs differ ([`shared_epoch_split`]) and whether
+/// a short ISR is K2's ([`ISR_SHORT_CUT_AT_MID_BATCH_LOG_START`]); without it they are
+/// `logs_differ` and `isr_short` (only whether the run is stuck is asked).
 fn stuck_judged(
     w: &KafkaWorld,
     plan: &ChaosPlan,
@@ -74,7 +75,7 @@ fn stuck_judged(
 ) -> Option<Stuck> {
     (0..plan.brokers.len())
         .filter_map(|c| u16::try_from(c).ok().map(ClusterIdx))
-        .find_map(|c| cluster_stuck(w, plan, c, held.get(&c).copied()))
+        .find_map(|c| cluster_stuck(w, plan, c, held.get(&c).copied(), detailed))
         .or_else(|| mirror_stuck(w, plan, ops, below_source_hw, detailed))
 }
 
@@ -319,6 +320,7 @@ fn cluster_stuck(
     plan: &ChaosPlan,
     c0: ClusterIdx,
     held: Option<BrokerId>,
+    detailed: bool,
 ) -> Option<Stuck> {
     if c0.0 > 0 && !plan.mirror {
         return None;
@@ -408,9 +410,10 @@ fn cluster_stuck(
                 // K2: followers Kafka itself can never bring back, each cut at the leader's
                 // mid-batch log start, are a finding about Kafka with its own kind; any
                 // other follower out of the ISR keeps the bare kind.
-                let kind = if out
-                    .iter()
-                    .all(|r| w.follower_cut_at_mid_batch_log_start(c0, leader, *r, &tp))
+                let kind = if detailed
+                    && out
+                        .iter()
+                        .all(|r| w.follower_cut_at_mid_batch_log_start(c0, leader, *r, &tp))
                 {
                     ISR_SHORT_CUT_AT_MID_BATCH_LOG_START
                 } else {
