@@ -555,25 +555,32 @@ fn test_truncate(net: &mut MiniNet, to: BrokerId, tp: &TopicPartition, offset: i
     }
 }
 
-fn test_hook_truncations(net: &MiniNet) -> Vec<(NodeId, Offset, Offset)> {
+/// What `pick` keeps of every event the brokers emitted, in order.
+fn events_where<T>(
+    net: &MiniNet,
+    pick: impl Fn(NodeId, &mirror_core::broker::Event) -> Option<T>,
+) -> Vec<T> {
     net.events
         .iter()
-        .filter_map(|(_, n, e)| match e {
-            mirror_core::broker::Event::Truncated {
-                from,
-                to,
-                cause: mirror_core::broker::output::TruncationCause::TestHook,
-                ..
-            } => Some((*n, *from, *to)),
-            _ => None,
-        })
+        .filter_map(|(_, n, e)| pick(*n, e))
         .collect()
 }
 
-#[test]
-fn the_truncate_log_hook_cuts_one_replica_as_unified_log_truncate_to_does() {
-    // Kafka's tests call `UnifiedLog.truncateTo(offset)` on one broker's log. A follower cut
-    // re-fetches from the leader; a leader cut makes the followers diverge and truncate too.
+fn test_hook_truncations(net: &MiniNet) -> Vec<(NodeId, Offset, Offset)> {
+    events_where(net, |n, e| match e {
+        mirror_core::broker::Event::Truncated {
+            from,
+            to,
+            cause: mirror_core::broker::output::TruncationCause::TestHook,
+            ..
+        } => Some((n, *from, *to)),
+        _ => None,
+    })
+}
+
+/// Three brokers, `orders-0` with RF 3 holding two batches of three records (0..2, 3..5),
+/// and its leader.
+fn orders_in_two_batches_of_three() -> (MiniNet, TopicPartition, BrokerId) {
     let mut net = cluster(3);
     create_topic(&mut net, "orders", 1, 3, &[]);
     let tp = TopicPartition::new("orders", 0);
@@ -581,6 +588,14 @@ fn the_truncate_log_hook_cuts_one_replica_as_unified_log_truncate_to_does() {
     for seq in [0, 3] {
         assert!(produce(&mut net, leader, &tp, seq, 3, -1).is_some());
     }
+    (net, tp, leader)
+}
+
+#[test]
+fn the_truncate_log_hook_cuts_one_replica_as_unified_log_truncate_to_does() {
+    // Kafka's tests call `UnifiedLog.truncateTo(offset)` on one broker's log. A follower cut
+    // re-fetches from the leader; a leader cut makes the followers diverge and truncate too.
+    let (mut net, tp, leader) = orders_in_two_batches_of_three();
     net.run_for_ms(1_000);
     let follower = BrokerId((leader.0 + 1) % 3);
     assert_eq!(log_of(&net, follower.0, &tp), (Offset(6), Offset(6)));
@@ -619,6 +634,68 @@ fn the_truncate_log_hook_cuts_one_replica_as_unified_log_truncate_to_does() {
         test_hook_truncations(&net).last(),
         Some(&(NodeId::broker(C, follower), Offset(3), Offset(0)))
     );
+}
+
+fn fetch_failures(net: &MiniNet, b: BrokerId) -> Vec<(Offset, String)> {
+    events_where(net, |n, e| match e {
+        mirror_core::broker::Event::FetchPartitionFailed {
+            log_end_offset,
+            reason,
+            ..
+        } if n == NodeId::broker(C, b) => Some((*log_end_offset, reason.clone())),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_follower_append_refused_below_its_log_end_stops_fetching_until_the_next_leader_epoch() {
+    // Kafka `AbstractFetcherThread.processFetchRequest`: an exception from the append other
+    // than a corrupt or invalid record (here `UnexpectedAppendOffsetException`) runs
+    // `markPartitionFailed`: the partition leaves the fetcher, and only a new leader epoch
+    // (`makeFollower` → `addFetcherForPartitions`) brings it back.
+    let (mut net, tp, leader) = orders_in_two_batches_of_three();
+    let follower = BrokerId((leader.0 + 1) % 3);
+    // Cut inside its own batch 3..5: the batch goes whole and the LEO stays at 4 in a log
+    // that is not empty, so the leader's batch 3..5 can never be appended.
+    assert_eq!(test_truncate(&mut net, follower, &tp, 4), ErrorCode::None);
+    // Past `replica.lag.time.max.ms` (30 s) and the next ISR expiration check (every 15 s):
+    // a follower that stopped fetching leaves the ISR.
+    net.run_for_ms(50_000);
+    let failures = fetch_failures(&net, follower);
+    assert_eq!(
+        failures.len(),
+        1,
+        "marked failed once, not retried: {failures:?}"
+    );
+    assert_eq!(failures[0].0, Offset(4));
+    assert!(
+        failures[0].1.contains("below the log end offset"),
+        "{failures:?}"
+    );
+    assert!(
+        net.broker(NodeId::broker(C, follower))
+            .fetch_state(&tp)
+            .is_none(),
+        "the partition left the fetcher"
+    );
+    assert_eq!(log_of(&net, follower.0, &tp).0, Offset(4));
+    let isr = &net
+        .controller(NodeId::controller(C))
+        .image()
+        .partition(&tp)
+        .expect("registered")
+        .isr;
+    assert!(!isr.contains(&follower), "{isr:?}");
+    // A new leader epoch adds it back: it fetches, and is refused (and marked) again.
+    net.crash(NodeId::broker(C, leader));
+    net.run_for_ms(12_000);
+    let next = leader_of(&net, &tp);
+    assert_ne!(next, leader);
+    assert_ne!(
+        next, follower,
+        "the third replica, with every record, leads"
+    );
+    assert_eq!(fetch_failures(&net, follower).len(), 2);
 }
 
 /// The `__transaction_state` partition holding `txn_id` and its log end on `coord`.

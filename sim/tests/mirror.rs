@@ -615,6 +615,42 @@ fn finding_a_stale_leaders_acks_1_tail_cut_at_a_mid_batch_log_start_never_rejoin
 }
 
 #[test]
+fn lab_no_epoch_bump_a_follower_cut_inside_its_batch_at_the_mirrored_log_start_never_rejoins() {
+    // The design lab's one liveness seed of `seed-no-epoch-bump` over 1..1001 (mirror seed
+    // 639; its shrink keeps all 11 faults), K2's outcome after a declared loss. Bit rot on
+    // src-1, the old source's last ISR member of t0-1, leaves it empty at its log start 5
+    // (mirrored from the new primary's DeleteRecords). src-2 resets to that end, inside its
+    // own batch 0..9, which it drops whole: LEO 5, log start 0. At the failback src-1 copies
+    // the new primary's epoch-0 batch 0..9 again with log start 5; src-2's fetch at 5 gets
+    // that batch, which starts below its LEO in a log that is not empty, and is refused on
+    // every try. Its kind is the bare one: the model left src-2 no epoch at all.
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-639-seed-no-epoch-bump-follower-cut-inside-its-batch-at-the-mirrored-log-start.json"
+    ));
+    assert_eq!(out.kind(), "liveness:isr_short");
+    assert!(
+        out.losses
+            .by_cause
+            .contains_key("corrupt_batch_on_last_isr_member"),
+        "{:?}",
+        out.losses
+    );
+    assert_report_has(
+        &out,
+        &[
+            (
+                "src-2  t0-1         ! truncate leo 10→5 hw=0 cause=LeaderEndBelowLocal",
+                "the case needs the follower cut inside its own batch",
+            ),
+            (
+                "src-1  t0-1         log start=5",
+                "the case needs the mirrored mid-batch log start",
+            ),
+        ],
+    );
+}
+
+#[test]
 fn a_power_loss_that_brings_back_a_truncated_tail_of_the_same_length_is_a_lossy_restart() {
     // Fresh mirror chaos seed 913900 (shrunk; a checker false positive). At the failback
     // src-1, a follower of the mirror leader src-2, truncates its own epoch-0 tail 30 -> 20
@@ -723,26 +759,64 @@ fn finding_a_zombie_transaction_coordinator_answers_from_records_an_unclean_elec
 }
 
 #[test]
-fn finding_a_failback_leader_keeps_its_own_records_in_an_epoch_the_primary_also_led() {
+fn finding_an_old_source_replica_with_its_own_records_in_a_shared_epoch_freezes_the_failback_hw() {
     // F1, fresh mirror chaos seed 930213 (shrunk). The new primary stopped t0-3 with a bump
     // to its own epoch 1 (reset at 33, then its own writes in epoch 1); the old source had
-    // led epoch 1 too, writing 44..65 of its own. A replica of the old source outside the ISR
-    // at the failback keeps them, is re-admitted (its LEO reaches the HW), and later leads
-    // the failback mirror. Its LastFetchedEpoch 1 ends at the primary's LEO there: no
-    // divergence, and its fetch offset (66) falls inside one of the primary's batches, which
-    // Kafka does not append mid-batch. The two clusters never hold one log again: the
-    // end-of-run failback check finds them apart at 33, below both HWs. (The failback's
-    // UNKNOWN -> PREPARING, written at epoch 1, was read back by the leader of epoch 2 and
-    // reported by nobody until fresh seed 155591179's fix; the check then never ran and the
-    // stall, `liveness:logs_differ_in_a_shared_epoch`, was the verdict.)
+    // led epoch 1 too, writing 44..65 of its own. src-2, a replica of the old source outside
+    // the ISR at the failback, keeps them: its LastFetchedEpoch 1 ends at the primary's LEO
+    // on the failback leader src-1, so no divergence, and its fetch offset (66) falls inside
+    // the primary's batch 64.., which Kafka does not append mid-batch. Its fetcher marks the
+    // partition failed (`markPartitionFailed`) until the next leader epoch; then one fetch at
+    // 66 (>= the HW) re-admits it, its append is refused again, and it drops out after
+    // `replica.lag.time.max.ms`. With min.insync.replicas 2 the HW stays at 66 (KIP-966) and
+    // the old source never holds the primary's log. Before the model marked a partition
+    // failed, its retries kept it re-admitted until it was elected and led the failback mirror
+    // with its own records: `one_history_per_offset`, the outcome fresh seed 803085 keeps
+    // (`finding_an_old_source_replica_elected_uncleanly_leads_the_failback_with_its_own_history`).
     let out = replay_capsule(include_str!(
         "capsules/mirror-930213-failback-leader-keeps-its-own-records-in-a-shared-epoch.json"
+    ));
+    assert_eq!(out.kind(), "liveness:hw_below_leo", "{:?}", out.verdict);
+    assert_report_has(
+        &out,
+        &[(
+            "src-2  t0-3         ! fetch from 1 failed at leo 66: batch base offset 64 is below the log end offset 66",
+            "the case needs the old source's own epoch-1 records cut inside a copied batch",
+        )],
+    );
+}
+
+#[test]
+fn finding_an_old_source_replica_elected_uncleanly_leads_the_failback_with_its_own_history() {
+    // F1, fresh mirror chaos seed 803085 (shrunk to 5 faults). The new primary stopped t1-2
+    // with a bump to its own epoch 1 at 40; on the old source, src-3 had led epoch 1 too and
+    // written its own records from 60. Isolated at the failback, src-3 is outside the ISR
+    // when src-2 (epoch 2) truncates to 40, where the primary's epoch 0 ends, and copies the
+    // primary's epoch-1 history. src-2 crashes and src-3 wins an unclean election (epoch 3):
+    // the mirror leader now holds the old source's own epoch-1 records, and its mirror fetch
+    // (LastFetchedEpoch 1, which ends at the primary's LEO) finds no divergence. The two
+    // clusters keep different records at 40, below both HWs.
+    let out = replay_capsule(include_str!(
+        "capsules/mirror-803085-old-source-replica-elected-uncleanly-leads-the-failback.json"
     ));
     assert_eq!(
         out.kind(),
         "violation:one_history_per_offset",
         "{:?}",
         out.verdict
+    );
+    assert_report_has(
+        &out,
+        &[
+            (
+                "src-2  t1-2         ! mirror diverged epoch=0 end=40 truncate→40",
+                "the case needs the failback's cut to where the primary's epoch 0 ends",
+            ),
+            (
+                "src-ctl t1-2         elect leader=3 le=3 isr=[3] UNCLEAN",
+                "the case needs the old-source replica elected uncleanly",
+            ),
+        ],
     );
 }
 

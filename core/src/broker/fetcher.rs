@@ -528,6 +528,7 @@ impl Broker {
         let mut io = Vec::new();
         let mut events = Vec::new();
         let mut failed = false;
+        let mut marked_failed = None;
         for b in &resp.batches {
             if b.last_offset() < p.log.log_end_offset() {
                 continue; // the first batch may start below our fetch offset
@@ -551,8 +552,11 @@ impl Broker {
                         as_leader: false,
                     });
                 }
-                Err(_) => {
+                Err(e) => {
                     failed = true;
+                    if marks_partition_failed(&e) {
+                        marked_failed = Some(e.to_string());
+                    }
                     break;
                 }
             }
@@ -578,6 +582,16 @@ impl Broker {
         }
         if ls_moved {
             self.after_log_start_moved(&tp);
+        }
+        if let Some(reason) = marked_failed {
+            self.remove_from_fetchers(&tp);
+            self.emit(Event::FetchPartitionFailed {
+                log_end_offset: self.partitions[&tp].log.log_end_offset(),
+                tp,
+                leader,
+                reason,
+            });
+            return;
         }
         let backoff = self.now.plus_millis(self.config.replica_fetch_backoff_ms);
         if let Some(part) = self.part_mut(leader, &tp) {
@@ -718,4 +732,47 @@ fn take_leader_offsets(p: &mut Partition, resp: &FetchPartitionResponse) -> (Opt
         .maybe_increment_log_start_offset(ls_target)
         .unwrap_or(false);
     (new_hw, ls_moved)
+}
+
+/// Whether a refused follower append stops fetching the partition until its next leader
+/// epoch (Kafka `AbstractFetcherThread.processFetchRequest`: `CorruptRecordException` and
+/// `InvalidRecordException`, which KAFKA-18723's epoch bound throws, back off and retry;
+/// any other exception, e.g. `UnexpectedAppendOffsetException`, runs `markPartitionFailed`).
+fn marks_partition_failed(e: &crate::log::partition_log::AppendError) -> bool {
+    use crate::log::partition_log::AppendError;
+    !matches!(
+        e,
+        AppendError::InvalidBatch(_) | AppendError::EpochAboveLeader { .. }
+    )
+}
+
+#[cfg(test)]
+mod marks_partition_failed_tests {
+    use super::marks_partition_failed;
+    use crate::log::partition_log::AppendError;
+    use crate::record::codec::BatchError;
+    use crate::types::{LeaderEpoch, Offset};
+
+    #[test]
+    fn only_a_corrupt_or_invalid_record_is_retried() {
+        // Kafka catches CorruptRecordException and InvalidRecordException (KAFKA-18723's
+        // epoch bound throws the latter) and retries after a back-off; anything else marks
+        // the partition failed.
+        let retried = [
+            AppendError::InvalidBatch(BatchError::UnsupportedMagic(1)),
+            AppendError::EpochAboveLeader {
+                batch_epoch: LeaderEpoch(3),
+                leader_epoch: LeaderEpoch(2),
+            },
+        ];
+        assert!(retried.iter().all(|e| !marks_partition_failed(e)));
+        let failed = [
+            AppendError::OffsetMismatch {
+                expected: Offset(5),
+                got: Offset(0),
+            },
+            AppendError::InvalidEpoch(LeaderEpoch(-2)),
+        ];
+        assert!(failed.iter().all(marks_partition_failed));
+    }
 }

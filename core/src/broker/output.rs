@@ -150,6 +150,19 @@ pub enum Event {
         /// Why.
         cause: TruncationCause,
     },
+    /// A follower's append of fetched records was refused in a way Kafka does not retry
+    /// (`AbstractFetcherThread.markPartitionFailed`): the partition leaves its fetcher until
+    /// its next leader epoch.
+    FetchPartitionFailed {
+        /// Partition.
+        tp: TopicPartition,
+        /// The leader it was fetching from.
+        leader: BrokerId,
+        /// The follower's LEO when the append was refused.
+        log_end_offset: Offset,
+        /// Why (the append error).
+        reason: String,
+    },
     /// The log was emptied and restarted at `start`.
     TruncatedFully {
         /// Partition.

@@ -1471,8 +1471,8 @@ struct FollowerCut {
 /// that begins below the LEO only into an empty log (`Partition.doAppendRecordsToFollower
 /// OrFutureReplica`, UnexpectedAppendOffsetException, KAFKA-6975's restart applies only when
 /// LEO == log start). This follower's log is not empty, so Kafka marks the partition failed
-/// and the follower never rejoins the ISR (the model backs off and retries instead: the
-/// same outcome).
+/// (no fetch until its next leader epoch, as the model does: `Event::FetchPartitionFailed`)
+/// and the follower never rejoins the ISR.
 ///
 /// All of these must hold: the leader's first batch straddles its log start; the follower's
 /// LEO is that log start while its own log starts below it; and the follower's latest epoch

@@ -512,6 +512,9 @@ fn mark_of(event: &Event) -> Option<(&TopicPartition, String)> {
             tp,
             format!("mirror diverged epoch={diverging_epoch} truncate→{truncate_to}"),
         )),
+        Event::FetchPartitionFailed {
+            tp, log_end_offset, ..
+        } => Some((tp, format!("fetch failed at {log_end_offset}"))),
         Event::MirrorLogStartReset { tp, start } => {
             Some((tp, format!("mirror restart at source log start {start}")))
         }

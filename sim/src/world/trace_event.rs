@@ -729,6 +729,15 @@ fn render_node_event(names: &Names, node: NodeId, event: &Event) -> Rendered {
             tp.to_string(),
             format!("! truncate leo {from}→{to} hw={high_watermark_before} cause={cause:?}"),
         ),
+        Event::FetchPartitionFailed {
+            tp,
+            leader,
+            log_end_offset,
+            reason,
+        } => compact(
+            tp.to_string(),
+            format!("! fetch from {leader} failed at leo {log_end_offset}: {reason}"),
+        ),
         Event::TruncatedFully {
             tp,
             from,
