@@ -272,6 +272,15 @@ fn passes_with(json: &str, needle: Option<&str>, why: &str) {
     }
 }
 
+/// The capsule fails with verdict kind `kind` and its trace shows each needle (with the
+/// `why` the case needs it); the outcome is returned for further checks.
+fn fails_with(json: &str, kind: &str, needles: &[(&str, &str)]) -> mirror_sim::chaos::ChaosOutcome {
+    let out = replay_capsule(json);
+    assert_eq!(out.kind(), kind, "{:?}", out.verdict);
+    assert_report_has(&out, needles);
+    out
+}
+
 /// Asserts that a line of the replay's report contains each needle; its `why` says what the
 /// case needs that line for.
 fn assert_report_has(out: &mirror_sim::chaos::ChaosOutcome, needles: &[(&str, &str)]) {
@@ -594,13 +603,11 @@ fn finding_a_stale_leaders_acks_1_tail_cut_at_a_mid_batch_log_start_never_rejoin
     // LastFetchedEpoch 0, is told that epoch ends at 275, truncates 440 -> 275 inside
     // src-2's batch 270..279, and every later fetch returns that batch, which Kafka appends
     // only into an empty log. src-1 never rejoins the ISR.
-    let out = replay_capsule(include_str!(
-        "capsules/single-718001077-stale-leaders-acks1-tail-cut-at-a-mid-batch-log-start.json"
-    ));
-    assert_eq!(out.kind(), "liveness:isr_short:cut_at_mid_batch_log_start");
-    assert!(out.losses.by_cause.is_empty(), "{:?}", out.losses);
-    assert_report_has(
-        &out,
+    let out = fails_with(
+        include_str!(
+            "capsules/single-718001077-stale-leaders-acks1-tail-cut-at-a-mid-batch-log-start.json"
+        ),
+        "liveness:isr_short:cut_at_mid_batch_log_start",
         &[
             (
                 "src-2  t0-0         log start=275",
@@ -612,6 +619,7 @@ fn finding_a_stale_leaders_acks_1_tail_cut_at_a_mid_batch_log_start_never_rejoin
             ),
         ],
     );
+    assert!(out.losses.by_cause.is_empty(), "{:?}", out.losses);
 }
 
 #[test]
@@ -624,19 +632,11 @@ fn lab_no_epoch_bump_a_follower_cut_inside_its_batch_at_the_mirrored_log_start_n
     // the new primary's epoch-0 batch 0..9 again with log start 5; src-2's fetch at 5 gets
     // that batch, which starts below its LEO in a log that is not empty, and is refused on
     // every try. Its kind is the bare one: the model left src-2 no epoch at all.
-    let out = replay_capsule(include_str!(
-        "capsules/mirror-639-seed-no-epoch-bump-follower-cut-inside-its-batch-at-the-mirrored-log-start.json"
-    ));
-    assert_eq!(out.kind(), "liveness:isr_short");
-    assert!(
-        out.losses
-            .by_cause
-            .contains_key("corrupt_batch_on_last_isr_member"),
-        "{:?}",
-        out.losses
-    );
-    assert_report_has(
-        &out,
+    let out = fails_with(
+        include_str!(
+            "capsules/mirror-639-seed-no-epoch-bump-follower-cut-inside-its-batch-at-the-mirrored-log-start.json"
+        ),
+        "liveness:isr_short",
         &[
             (
                 "src-2  t0-1         ! truncate leo 10→5 hw=0 cause=LeaderEndBelowLocal",
@@ -647,6 +647,13 @@ fn lab_no_epoch_bump_a_follower_cut_inside_its_batch_at_the_mirrored_log_start_n
                 "the case needs the mirrored mid-batch log start",
             ),
         ],
+    );
+    assert!(
+        out.losses
+            .by_cause
+            .contains_key("corrupt_batch_on_last_isr_member"),
+        "{:?}",
+        out.losses
     );
 }
 
@@ -773,12 +780,11 @@ fn finding_an_old_source_replica_with_its_own_records_in_a_shared_epoch_freezes_
     // failed, its retries kept it re-admitted until it was elected and led the failback mirror
     // with its own records: `one_history_per_offset`, the outcome fresh seed 803085 keeps
     // (`finding_an_old_source_replica_elected_uncleanly_leads_the_failback_with_its_own_history`).
-    let out = replay_capsule(include_str!(
-        "capsules/mirror-930213-failback-leader-keeps-its-own-records-in-a-shared-epoch.json"
-    ));
-    assert_eq!(out.kind(), "liveness:hw_below_leo", "{:?}", out.verdict);
-    assert_report_has(
-        &out,
+    fails_with(
+        include_str!(
+            "capsules/mirror-930213-failback-leader-keeps-its-own-records-in-a-shared-epoch.json"
+        ),
+        "liveness:hw_below_leo",
         &[(
             "src-2  t0-3         ! fetch from 1 failed at leo 66: batch base offset 64 is below the log end offset 66",
             "the case needs the old source's own epoch-1 records cut inside a copied batch",
@@ -796,17 +802,11 @@ fn finding_an_old_source_replica_elected_uncleanly_leads_the_failback_with_its_o
     // the mirror leader now holds the old source's own epoch-1 records, and its mirror fetch
     // (LastFetchedEpoch 1, which ends at the primary's LEO) finds no divergence. The two
     // clusters keep different records at 40, below both HWs.
-    let out = replay_capsule(include_str!(
-        "capsules/mirror-803085-old-source-replica-elected-uncleanly-leads-the-failback.json"
-    ));
-    assert_eq!(
-        out.kind(),
+    fails_with(
+        include_str!(
+            "capsules/mirror-803085-old-source-replica-elected-uncleanly-leads-the-failback.json"
+        ),
         "violation:one_history_per_offset",
-        "{:?}",
-        out.verdict
-    );
-    assert_report_has(
-        &out,
         &[
             (
                 "src-2  t1-2         ! mirror diverged epoch=0 end=40 truncate→40",
@@ -855,17 +855,11 @@ fn finding_a_hole_from_a_cut_inside_its_own_batch_leads_the_failback_mirror() {
     // (LastFetchedEpoch 0 ending at the primary's LEO) never reports a divergence: the reset
     // at 0 is never copied. The liveness wait runs out, and the end-of-run check's violation
     // is the verdict (a violation of `finish` outranks a stall).
-    let out = replay_capsule(include_str!(
-        "capsules/mirror-364370220-hole-from-a-mid-batch-cut-leads-the-failback-mirror.json"
-    ));
-    assert_eq!(
-        out.kind(),
+    fails_with(
+        include_str!(
+            "capsules/mirror-364370220-hole-from-a-mid-batch-cut-leads-the-failback-mirror.json"
+        ),
         "violation:failback_converges",
-        "{:?}",
-        out.verdict
-    );
-    assert_report_has(
-        &out,
         &[(
             "src-2  t0-3         ! truncate leo 33→1 hw=0 cause=DivergingEpoch",
             "the case needs src-2's truncation inside its own batch",
@@ -932,12 +926,9 @@ fn finding_a_follower_cut_at_a_mid_batch_log_start_never_rejoins_the_isr() {
     // epoch ends there) and keeps its own 110..154; Kafka takes the straddling batch only
     // into an empty log, so src-4 never rejoins the ISR. Without the K2 qualifier
     // (`KafkaWorld::follower_cut_at_mid_batch_log_start`) the kind is the bare isr_short.
-    let out = replay_capsule(include_str!(
-        "capsules/single-6430-follower-stuck-below-a-mid-batch-log-start.json"
-    ));
-    assert_eq!(out.kind(), "liveness:isr_short:cut_at_mid_batch_log_start");
-    assert_report_has(
-        &out,
+    fails_with(
+        include_str!("capsules/single-6430-follower-stuck-below-a-mid-batch-log-start.json"),
+        "liveness:isr_short:cut_at_mid_batch_log_start",
         &[(
             "src-5  t0-0         log start=155",
             "the case needs the mid-batch log start",
@@ -1042,12 +1033,9 @@ fn a_zombie_hw_recovered_after_a_restart_is_still_excused_by_the_unclean_electio
     // enough to see the hang (group writes time out at their own deadline since, which moved
     // the liveness phase's last poll past the append). The truncation here comes before the
     // acknowledgement, so K1's qualifier looks at when the dropped record was written.
-    let out = replay_capsule(include_str!(
-        "capsules/single-971804-zombie-hw-kept-across-a-restart.json"
-    ));
-    assert_eq!(out.kind(), "violation:lso_reaches_hw:coordinator_lost_txn");
-    assert_report_has(
-        &out,
+    fails_with(
+        include_str!("capsules/single-971804-zombie-hw-kept-across-a-restart.json"),
+        "violation:lso_reaches_hw:coordinator_lost_txn",
         &[(
             "__transaction_state-1 ! truncate leo 14→13 hw=14 cause=DivergingEpoch",
             "the case needs the truncation below the recovered zombie HW",
@@ -1136,15 +1124,11 @@ fn finding_a_sync_clamped_before_a_mirror_truncation_commits_an_offset_above_the
     // then. The destination group offset is 11 over a LEO of 10: a consumer that fails over
     // skips whatever the mirror copies at 10. The clamp is a read, not a bound the commit
     // keeps.
-    let out = replay_capsule(include_str!(
-        "capsules/mirror-731000845-synced-offset-above-a-later-mirror-truncation.json"
-    ));
-    assert_eq!(
-        out.kind(),
-        "violation:synced_offset_in_bounds:under_mirror_truncation"
-    );
-    assert_report_has(
-        &out,
+    fails_with(
+        include_str!(
+            "capsules/mirror-731000845-synced-offset-above-a-later-mirror-truncation.json"
+        ),
+        "violation:synced_offset_in_bounds:under_mirror_truncation",
         &[(
             "dst-1  t0-3         ! truncate leo 11→10 hw=11 cause=Mirror",
             "the case needs the mirror truncation under the synced offset",
@@ -1168,12 +1152,11 @@ fn finding_latest_a_timed_out_pause_lands_under_a_later_failed_that_never_retrie
     // state, and FAILED → PAUSING is not a valid transition (B §7.6-2): the retry is skipped
     // and none follows. The partition never mirrors again; the source's ABORT marker for an
     // open transaction is never copied, so the destination's LSO stays below its HW.
-    let out = replay_capsule(include_str!(
-        "capsules/mirror-latest-715100083-timed-out-pause-lands-under-a-later-failed.json"
-    ));
-    assert_eq!(out.kind(), "violation:lso_reaches_hw");
-    assert_report_has(
-        &out,
+    fails_with(
+        include_str!(
+            "capsules/mirror-latest-715100083-timed-out-pause-lands-under-a-later-failed.json"
+        ),
+        "violation:lso_reaches_hw",
         &[
             (
                 "MIRRORING→PAUSING se=3",

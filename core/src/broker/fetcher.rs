@@ -527,8 +527,7 @@ impl Broker {
         };
         let mut io = Vec::new();
         let mut events = Vec::new();
-        let mut failed = false;
-        let mut marked_failed = None;
+        let mut refused = None;
         for b in &resp.batches {
             if b.last_offset() < p.log.log_end_offset() {
                 continue; // the first batch may start below our fetch offset
@@ -553,10 +552,7 @@ impl Broker {
                     });
                 }
                 Err(e) => {
-                    failed = true;
-                    if marks_partition_failed(&e) {
-                        marked_failed = Some(e.to_string());
-                    }
+                    refused = Some(e);
                     break;
                 }
             }
@@ -566,7 +562,7 @@ impl Broker {
         // `UnexpectedAppendOffsetException`) before `maybeUpdateHighWatermark` and the log
         // start update, so a failed append takes neither the leader's HW nor its log start.
         // Taking the HW anyway put it over records the leader does not hold (seed 486).
-        let (new_hw, ls_moved) = if failed {
+        let (new_hw, ls_moved) = if refused.is_some() {
             (None, false)
         } else {
             take_leader_offsets(p, &resp)
@@ -583,24 +579,24 @@ impl Broker {
         if ls_moved {
             self.after_log_start_moved(&tp);
         }
-        if let Some(reason) = marked_failed {
+        if let Some(e) = refused.as_ref().filter(|e| marks_partition_failed(e)) {
             self.remove_from_fetchers(&tp);
             self.emit(Event::FetchPartitionFailed {
-                log_end_offset: self.partitions[&tp].log.log_end_offset(),
+                log_end_offset: state.fetch_offset(),
+                reason: e.to_string(),
                 tp,
                 leader,
-                reason,
             });
             return;
         }
         let backoff = self.now.plus_millis(self.config.replica_fetch_backoff_ms);
         if let Some(part) = self.part_mut(leader, &tp) {
             part.state = state;
-            if failed {
+            if refused.is_some() {
                 part.delayed_until = Some(backoff);
             }
         }
-        if failed {
+        if refused.is_some() {
             self.timers
                 .set_if_earlier(TimerId::FetchBackoff(leader), backoff);
         }
